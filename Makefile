@@ -1,0 +1,28 @@
+# The two commands a newcomer needs: `make run` and `make test` (SPEC §1).
+# Both install the dependencies from package-lock.json when they are missing.
+
+TESTS := $(sort $(wildcard test/*.test.ts))
+# node-test-reporter for people; under CI also the spec reporter, whose
+# closing lines ("ℹ tests N", "ℹ pass N", "ℹ fail N") CI reads.
+REPORTERS := --test-reporter=node-test-reporter --test-reporter-destination=stdout
+ifneq ($(CI),)
+REPORTERS := --test-reporter=spec --test-reporter-destination=stdout
+endif
+
+.PHONY: run test typecheck clean
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+run: node_modules/.package-lock.json
+	node --import tsx src/main.ts
+
+typecheck: node_modules/.package-lock.json
+	node_modules/.bin/tsc --noEmit -p .
+
+test: typecheck
+	node_modules/.bin/c8 node --import tsx --test --test-concurrency=2 $(REPORTERS) $(TESTS)
+
+clean:
+	rm -rf coverage

@@ -1,0 +1,125 @@
+/**
+ * The request pipeline: every route passes through here, so none can forget
+ * the cross-cutting rules (SPEC §5, §6, §11, §13). It routes, reads the
+ * body within its limits, authenticates and checks the route's scope, calls
+ * the handler, turns every error into a problem response, adds the request
+ * id and writes one log line.
+ */
+import { randomUUID } from 'node:crypto';
+import { insufficientScope, type Authenticator, type Principal } from './auth/authenticator.ts';
+import type { Scope } from './auth/tokens.ts';
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import { isDatabaseUnavailable } from './db/errors.ts';
+import { readBody } from './http/body.ts';
+import type { ClientInfo } from './http/node-adapter.ts';
+import { HttpError, internalError, problemResponse, unavailableError } from './http/problem.ts';
+import { createRouter, type Method, type Params, type Route } from './http/router.ts';
+import { errorFields, type Logger } from './log.ts';
+
+export interface Services {
+  readonly config: Config;
+  readonly db: Database;
+  readonly log: Logger;
+  readonly authenticator: Authenticator;
+}
+
+export interface RequestContext {
+  readonly request: Request;
+  readonly url: URL;
+  readonly params: Params;
+  /** The API version the request is served in: the path's prefix, else 1 (SPEC §8). */
+  readonly version: 1 | 2;
+  readonly requestId: string;
+  /** The request body, already read within the limits (empty for GET and HEAD). */
+  readonly body: Uint8Array;
+  /** Set on every route that needs a scope; `undefined` on public routes. */
+  readonly principal: Principal | undefined;
+  readonly services: Services;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<Response>;
+
+export interface RouteSpec {
+  readonly method: Method;
+  readonly pattern: string;
+  /** `public`, or the scope a token must carry (SPEC §4, §6). */
+  readonly auth: 'public' | Scope;
+  readonly handler: Handler;
+  readonly versioned?: boolean;
+}
+
+export type App = (request: Request, client: ClientInfo) => Promise<Response>;
+
+/** Time a client gets to send its whole body. */
+export const BODY_TIMEOUT_MS = 30_000;
+// SPEC §13: 1–128 visible ASCII characters.
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+export function createApp(services: Services, routes: readonly RouteSpec[]): App {
+  const router = createRouter<RouteSpec>(routes.map((r): Route<RouteSpec> => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+  const { log, config } = services;
+
+  return async function handle(request) {
+    const started = performance.now();
+    const incomingId = request.headers.get('x-request-id');
+    const requestId = incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    const url = new URL(request.url);
+    let principal: Principal | undefined;
+    let response: Response;
+    try {
+      response = await dispatch();
+    } catch (error) {
+      response = problemResponse(toHttpError(error), url.pathname, requestId);
+    }
+    response.headers.set('x-request-id', requestId);
+    log.info('request', {
+      requestId,
+      method: request.method,
+      path: url.pathname,
+      status: response.status,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      userId: principal?.userId ?? null,
+    });
+    return response;
+
+    async function dispatch(): Promise<Response> {
+      // Read the body first, whatever the route: the limit holds everywhere (SPEC §11).
+      const body = request.body === null ? new Uint8Array(0) : await readBody(request, config.maxBodyBytes, BODY_TIMEOUT_MS);
+      const match = router.match(request.method, url.pathname);
+      switch (match.kind) {
+        case 'not-found':
+          throw new HttpError(404, 'not-found', { detail: `No resource at ${url.pathname}.` });
+        case 'method-not-allowed':
+          throw new HttpError(405, 'method-not-allowed', {
+            detail: `${request.method} is not allowed here; use ${match.allow}.`,
+            headers: { allow: match.allow },
+          });
+        case 'options':
+          return new Response(null, { status: 204, headers: { allow: match.allow } });
+      }
+      const route = match.handler;
+      if (route.auth !== 'public') {
+        principal = await services.authenticator.authenticate(request.headers.get('authorization'));
+        if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
+      }
+      return route.handler({ request, url, params: match.params, version: match.version ?? 1, requestId, body, principal, services });
+    }
+
+    function toHttpError(error: unknown): HttpError {
+      if (error instanceof HttpError) return error;
+      if (isDatabaseUnavailable(error)) {
+        log.warn('database unavailable', { requestId, ...errorFields(error) });
+        return unavailableError();
+      }
+      log.error('unhandled error', { requestId, method: request.method, path: url.pathname, ...errorFields(error) });
+      return internalError();
+    }
+  };
+}
+
+/** The principal of a route that declared a scope; a route marked public that calls this is a bug. */
+export function principalOf(ctx: RequestContext): Principal {
+  if (ctx.principal === undefined) throw new Error(`route ${ctx.url.pathname} needs a principal but is public`);
+  return ctx.principal;
+}

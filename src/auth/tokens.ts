@@ -1,0 +1,76 @@
+/**
+ * Opaque bearer tokens (SPEC §6): `ord_` and 32 random bytes in base64url.
+ * Only the SHA-256 of the whole string is stored. Pure functions, no I/O.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+export const SCOPES = [
+  'orders:read', 'orders:write', 'payments:read', 'payments:write',
+  'users:read', 'users:write', 'events:read', 'webhooks:write',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const TOKEN_PREFIX = 'ord_';
+const TOKEN = /^ord_[A-Za-z0-9_-]{43}$/;
+// RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110 §11.1).
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const SCHEME = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: |$)/;
+
+/** A new token; show it once and store only `tokenHash(token)`. */
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** The 32-byte SHA-256 digest stored for `token`. */
+export function tokenHash(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+/** True when `token` has the shape of one of ours (it may still be unknown). */
+export function isWellFormedToken(token: string): boolean {
+  return TOKEN.test(token);
+}
+
+export type Credentials =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'bearer'; readonly token: string }
+  /** A Bearer header that cannot hold a token of ours: answered as an invalid token. */
+  | { readonly kind: 'malformed' };
+
+/**
+ * Reads the `Authorization` header value, exactly as `headers.get()` returns it.
+ * Another scheme (Basic, …) counts as no credentials (RFC 6750 §3.1).
+ *
+ * @example
+ * parseAuthorization('Bearer ord_abc') // { kind: 'bearer', token: 'ord_abc' }
+ * parseAuthorization(null)            // { kind: 'none' }
+ */
+export function parseAuthorization(value: string | null): Credentials {
+  if (value === null || value.trim() === '') return { kind: 'none' };
+  const scheme = SCHEME.exec(value.trim());
+  if (scheme === null || (scheme[1] as string).toLowerCase() !== 'bearer') return { kind: 'none' };
+  const match = BEARER.exec(value.trim());
+  return match ? { kind: 'bearer', token: match[1] as string } : { kind: 'malformed' };
+}
+
+/** Parses `a,b,c` into scopes; the unknown ones are returned separately. */
+export function parseScopes(value: string): { scopes: Scope[]; unknown: string[] } {
+  const scopes: Scope[] = [];
+  const unknown: string[] = [];
+  for (const part of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if ((SCOPES as readonly string[]).includes(part)) {
+      if (!scopes.includes(part as Scope)) scopes.push(part as Scope);
+    } else unknown.push(part);
+  }
+  return { scopes, unknown };
+}
+
+const DURATION = /^([1-9][0-9]{0,5})([smhd])$/;
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** Parses a time-to-live such as `30d`, `12h`, `15m`, `90s` into seconds; `undefined` when malformed. */
+export function parseTtl(value: string): number | undefined {
+  const match = DURATION.exec(value);
+  if (!match) return undefined;
+  return Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS];
+}

@@ -1,0 +1,124 @@
+/**
+ * The service's configuration (SPEC §1), read once from the environment.
+ * An invalid value throws a ConfigError whose message is one line naming the
+ * variable; `main.ts` prints it and exits.
+ */
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface RateLimit {
+  readonly limit: number;
+  readonly windowSeconds: number;
+}
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  /** `undefined`: the embedded database in `dataDir`; `memory:`: an in-memory embedded one. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly dbPoolMax: number;
+  readonly maxBodyBytes: number;
+  /** `undefined` when `RATE_LIMIT=off`. */
+  readonly rateLimit: RateLimit | undefined;
+  readonly cacheMaxAge: number;
+  readonly v1DeprecatedAt: Date;
+  readonly v1SunsetAt: Date;
+  readonly logLevel: LogLevel;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+const INTEGER = /^[0-9]+$/;
+const RATE_LIMIT = /^([1-9][0-9]*)\/([1-9][0-9]*)$/;
+// RFC 3339 with an explicit offset, e.g. 2026-12-01T00:00:00Z.
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** Reads the §1 variables from `env`, applying the defaults. */
+export function loadConfig(env: Env = process.env): Config {
+  const config: Config = {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: nonEmpty(env, 'HOST', '127.0.0.1'),
+    databaseUrl: databaseUrl(env),
+    dataDir: nonEmpty(env, 'DATA_DIR', './data'),
+    dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
+    maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1, 1024 ** 3),
+    rateLimit: rateLimit(env),
+    cacheMaxAge: integer(env, 'CACHE_MAX_AGE', 60, 0, 31_536_000),
+    v1DeprecatedAt: date(env, 'V1_DEPRECATED_AT', '2026-12-01T00:00:00Z'),
+    v1SunsetAt: date(env, 'V1_SUNSET_AT', '2027-06-01T00:00:00Z'),
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
+  };
+  if (config.v1SunsetAt.getTime() < config.v1DeprecatedAt.getTime()) {
+    throw new ConfigError('V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT');
+  }
+  return config;
+}
+
+function raw(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const n = INTEGER.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+function nonEmpty(env: Env, name: string, fallback: string): string {
+  return raw(env, name) ?? fallback;
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
+  }
+  return value as T;
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const value = raw(env, 'DATABASE_URL');
+  if (value === undefined || value === 'memory:') return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError('DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    // Never echo the value: it may hold a password.
+    throw new ConfigError(`DATABASE_URL must be a postgres:// URL or memory:, got the scheme ${url.protocol}`);
+  }
+  return value;
+}
+
+function rateLimit(env: Env): RateLimit | undefined {
+  const value = raw(env, 'RATE_LIMIT') ?? '600/60';
+  if (value === 'off') return undefined;
+  const match = RATE_LIMIT.exec(value);
+  if (!match) {
+    throw new ConfigError(`RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got ${JSON.stringify(value)}`);
+  }
+  return { limit: Number(match[1]), windowSeconds: Number(match[2]) };
+}
+
+function date(env: Env, name: string, fallback: string): Date {
+  const value = raw(env, name) ?? fallback;
+  const parsed = RFC3339.test(value) ? new Date(value) : new Date(NaN);
+  if (Number.isNaN(parsed.getTime())) {
+    throw new ConfigError(`${name} must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}

@@ -1,0 +1,114 @@
+/**
+ * The one way the service reaches PostgreSQL: a `postgres` pool on
+ * `DATABASE_URL`, or on the embedded database's socket when it is unset or
+ * `memory:`. Statements come by name from `sql/queries/` (see statements.ts).
+ */
+import postgres from 'postgres';
+import { fileURLToPath } from 'node:url';
+import { openEmbedded, type EmbeddedDatabase } from './embedded.ts';
+import { loadStatements, type Statement } from './statements.ts';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+/** The pool, or a transaction or reserved connection taken from it. */
+export type Queryable = postgres.Sql<Record<string, never>> | postgres.TransactionSql<Record<string, never>> | postgres.ReservedSql<Record<string, never>>;
+export type Param = string | number | boolean | null | Date | Uint8Array | readonly string[];
+
+export interface DatabaseOptions {
+  /** `undefined`: embedded in `dataDir`; `memory:`: embedded in memory; else a postgres:// URL. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly poolMax: number;
+}
+
+export interface Database {
+  readonly sql: Sql;
+  readonly kind: 'embedded' | 'postgres';
+  /** True when this start created the embedded database (never for a real server). */
+  readonly created: boolean;
+  /** Runs a `:one` statement; `undefined` when it returned no row. */
+  one<T>(name: string, params?: readonly Param[], on?: Queryable): Promise<T | undefined>;
+  /** Runs a `:many` statement. */
+  many<T>(name: string, params?: readonly Param[], on?: Queryable): Promise<T[]>;
+  /**
+   * Runs a `:many` statement whose `{{name}}` placeholders are filled with
+   * `fragments`. Fragments must come from fixed whitelists (sort orders,
+   * optional filters), never from a request: values travel in `params`.
+   */
+  composed<T>(name: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[], on?: Queryable): Promise<T[]>;
+  /** Runs an `:exec` statement and returns the number of rows it touched. */
+  exec(name: string, params?: readonly Param[], on?: Queryable): Promise<number>;
+  /** The text of a statement, for the few places that compose whitelisted fragments into it. */
+  statement(name: string): Statement;
+  /** Ends the pool (letting queries finish for up to `timeoutSeconds`) and closes the embedded database. */
+  close(timeoutSeconds?: number): Promise<void>;
+}
+
+export const QUERIES_DIR = fileURLToPath(new URL('../../sql/queries/', import.meta.url));
+
+const BIGINT_OID = 20;
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  let embedded: EmbeddedDatabase | undefined;
+  const common: postgres.Options<Record<string, postgres.PostgresType>> = {
+    max: options.poolMax,
+    connect_timeout: 5,
+    idle_timeout: 60,
+    onnotice: () => {},
+    // Identifiers are bigint but always within 2^53−1 (SPEC §2): JSON numbers.
+    types: {
+      bigint: { to: BIGINT_OID, from: [BIGINT_OID], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
+    },
+    // SPEC §11: 5 s per statement. PGlite ignores it (it has no timers).
+    connection: { application_name: 'orders', statement_timeout: 5000 },
+  };
+  let sql: Sql;
+  if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
+    embedded = await openEmbedded(options.databaseUrl === 'memory:' ? undefined : options.dataDir, options.poolMax);
+    sql = postgres({ ...common, path: embedded.socketPath, username: 'postgres', database: 'postgres' }) as unknown as Sql;
+  } else {
+    sql = postgres(options.databaseUrl, common) as unknown as Sql;
+  }
+  const statements = loadStatements(QUERIES_DIR);
+  const statement = (name: string): Statement => {
+    const found = statements.get(name);
+    if (found === undefined) throw new Error(`no SQL statement named ${name} in sql/queries/`);
+    return found;
+  };
+  const run = (name: string, params: readonly Param[], on: Queryable) =>
+    on.unsafe(statement(name).text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+  const embeddedDb = embedded;
+  return {
+    sql,
+    kind: embedded ? 'embedded' : 'postgres',
+    created: embedded?.created ?? false,
+    statement,
+    async one<T>(name: string, params: readonly Param[] = [], on: Queryable = sql) {
+      const rows = await run(name, params, on);
+      return rows[0] as T | undefined;
+    },
+    async many<T>(name: string, params: readonly Param[] = [], on: Queryable = sql) {
+      return [...(await run(name, params, on))] as T[];
+    },
+    async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = [], on: Queryable = sql) {
+      const text = fill(statement(name), fragments);
+      return [...(await on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }))] as T[];
+    },
+    async exec(name: string, params: readonly Param[] = [], on: Queryable = sql) {
+      return (await run(name, params, on)).count;
+    },
+    async close(timeoutSeconds = 5) {
+      await sql.end({ timeout: timeoutSeconds });
+      await embeddedDb?.close();
+    },
+  };
+}
+
+const PLACEHOLDER = /\{\{([a-zA-Z]+)\}\}/g;
+
+function fill(statement: Statement, fragments: Readonly<Record<string, string>>): string {
+  return statement.text.replace(PLACEHOLDER, (_, key: string) => {
+    const fragment = fragments[key];
+    if (fragment === undefined) throw new Error(`statement ${statement.name} needs the fragment {{${key}}}`);
+    return fragment;
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Named SQL statements, sqlc style: every query the service runs lives in a
+ * `.sql` file under `sql/queries/`, each statement under a header
+ *
+ *     -- name: GetProduct :one
+ *
+ * naming it and its result shape (`:one`, `:many`, `:exec`). The files are
+ * read once at start-up; TypeScript refers to statements by name and passes
+ * values as parameters only.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type ResultShape = 'one' | 'many' | 'exec';
+
+export interface Statement {
+  readonly name: string;
+  readonly shape: ResultShape;
+  readonly text: string;
+  readonly file: string;
+}
+
+export class StatementError extends Error {
+  override name = 'StatementError';
+}
+
+const HEADER = /^--\s*name:\s*([A-Za-z][A-Za-z0-9]*)\s+:(one|many|exec)\s*$/;
+
+/**
+ * Splits one file's text into its named statements.
+ *
+ * @example
+ * parseStatements('-- name: Ping :one\nSELECT 1;', 'x.sql')[0]?.text // 'SELECT 1'
+ */
+export function parseStatements(source: string, file: string): Statement[] {
+  const statements: Statement[] = [];
+  let current: { name: string; shape: ResultShape; lines: string[] } | undefined;
+  const flush = () => {
+    if (current === undefined) return;
+    const text = current.lines.join('\n').trim().replace(/;\s*$/, '');
+    if (text === '') throw new StatementError(`${file}: statement ${current.name} is empty`);
+    statements.push({ name: current.name, shape: current.shape, text, file });
+  };
+  for (const line of source.split('\n')) {
+    const header = HEADER.exec(line.trim());
+    if (header) {
+      flush();
+      current = { name: header[1] as string, shape: header[2] as ResultShape, lines: [] };
+    } else if (current !== undefined) {
+      current.lines.push(line);
+    } else if (line.trim() !== '' && !line.trim().startsWith('--')) {
+      throw new StatementError(`${file}: SQL before the first "-- name:" header`);
+    }
+  }
+  flush();
+  return statements;
+}
+
+/** Reads every `.sql` file in `dir` into a map by statement name; a duplicate name throws. */
+export function loadStatements(dir: string): ReadonlyMap<string, Statement> {
+  const byName = new Map<string, Statement>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const statement of parseStatements(readFileSync(join(dir, file), 'utf8'), file)) {
+      const existing = byName.get(statement.name);
+      if (existing) throw new StatementError(`statement ${statement.name} is defined in both ${existing.file} and ${file}`);
+      byName.set(statement.name, statement);
+    }
+  }
+  return byName;
+}

@@ -1,0 +1,29 @@
+/** Liveness and readiness (SPEC §1): public, never behind a version prefix. */
+import type { RouteSpec } from './app.ts';
+import { jsonResponse } from './http/json.ts';
+import { unavailableError } from './http/problem.ts';
+
+export const healthRoutes: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    pattern: '/healthz',
+    auth: 'public',
+    versioned: false,
+    handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
+  },
+  {
+    method: 'GET',
+    pattern: '/readyz',
+    auth: 'public',
+    versioned: false,
+    handler: async (ctx) => {
+      try {
+        await ctx.services.db.one('Ping');
+      } catch {
+        // Whatever the cause, the answer is "not ready"; the pipeline logs nothing for it.
+        throw unavailableError();
+      }
+      return jsonResponse({ status: 'ready' }, 200, { 'cache-control': 'no-store' });
+    },
+  },
+];

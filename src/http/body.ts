@@ -1,0 +1,56 @@
+/**
+ * Reading request bodies within the limits of SPEC §11: at most
+ * `maxBytes`, enforced while reading (a chunked body without
+ * `Content-Length` is cut off as soon as it passes the limit), and within a
+ * deadline so a client that stalls cannot hold a request open.
+ */
+import { HttpError } from './problem.ts';
+
+const DECIMAL = /^[0-9]+$/;
+
+/** Reads the whole body of `request`, or throws 413 / 408 `HttpError`s. */
+export async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array> {
+  const declared = request.headers.get('content-length');
+  if (declared !== null && DECIMAL.test(declared) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new HttpError(408, 'request-timeout', {
+      detail: `The request body was not received within ${timeoutMs / 1000} s.`,
+      headers: { connection: 'close' },
+    })), timeoutMs);
+  });
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), deadline]);
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) throw tooLarge(maxBytes);
+      chunks.push(value);
+    }
+  } catch (error) {
+    await reader.cancel().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  return concat(chunks, size);
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, 'payload-too-large', { detail: `The request body must not exceed ${maxBytes} bytes.` });
+}
+
+function concat(chunks: readonly Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,113 @@
+/**
+ * RFC 9457 problem details: the one way every error leaves the service
+ * (SPEC §5). Handlers throw an `HttpError`; the request pipeline turns it,
+ * or any other exception, into a `Response` with `problemResponse()`.
+ */
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** The problem types of SPEC §5, by slug, with their titles. */
+export const PROBLEM_TITLES = {
+  'malformed-json': 'Request body is not valid JSON',
+  'invalid-query': 'Query string is invalid',
+  'invalid-header': 'A request header is invalid',
+  'idempotency-key-missing': 'Idempotency-Key header is required',
+  unauthorized: 'Authentication is required',
+  forbidden: 'Not allowed',
+  'not-found': 'Resource not found',
+  'method-not-allowed': 'Method not allowed',
+  'not-acceptable': 'No acceptable representation',
+  'invalid-transition': 'Status transition is not allowed',
+  'order-not-editable': 'Order can no longer be edited',
+  'order-has-payments': 'Order has payments',
+  'order-not-payable': 'Order cannot be paid',
+  'idempotency-key-in-use': 'A request with this Idempotency-Key is still being processed',
+  'version-sunset': 'API version is no longer available',
+  'precondition-failed': 'Precondition failed',
+  'payload-too-large': 'Request body is too large',
+  'request-timeout': 'Request was not received in time',
+  'unsupported-media-type': 'Unsupported media type',
+  validation: 'Request body is invalid',
+  'idempotency-key-mismatch': 'Idempotency-Key was used with another request',
+  'rate-limited': 'Too many requests',
+  internal: 'Internal server error',
+  unavailable: 'Service unavailable',
+} as const;
+
+export type ProblemSlug = keyof typeof PROBLEM_TITLES;
+
+/** A pointer into the body (`/items/0/qty`) or a query parameter, with what is wrong with it. */
+export type ProblemError =
+  | { readonly pointer: string; readonly detail: string }
+  | { readonly parameter: string; readonly detail: string };
+
+export interface ProblemInit {
+  readonly detail?: string;
+  readonly errors?: readonly ProblemError[];
+  /** Extra response headers, such as `Allow`, `Retry-After` or `WWW-Authenticate`. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** An error a handler throws to answer with a problem response. */
+export class HttpError extends Error {
+  override name = 'HttpError';
+  readonly status: number;
+  readonly slug: ProblemSlug;
+  readonly init: ProblemInit;
+
+  constructor(status: number, slug: ProblemSlug, init: ProblemInit = {}) {
+    super(init.detail ?? PROBLEM_TITLES[slug]);
+    this.status = status;
+    this.slug = slug;
+    this.init = init;
+  }
+}
+
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  instance: string;
+  requestId: string;
+  errors?: readonly ProblemError[];
+}
+
+/**
+ * Builds the problem response for `error` on the request at `instance`
+ * (the path, without the query string: it may hold personal values).
+ * Errors are never cached (SPEC §5, §9).
+ *
+ * @example
+ * problemResponse(new HttpError(404, 'not-found'), '/v1/orders/7', 'req-1').status // 404
+ */
+export function problemResponse(error: HttpError, instance: string, requestId: string): Response {
+  const body: ProblemBody = {
+    type: `/problems/${error.slug}`,
+    title: PROBLEM_TITLES[error.slug],
+    status: error.status,
+    ...(error.init.detail === undefined ? {} : { detail: error.init.detail }),
+    instance,
+    requestId,
+    ...(error.init.errors === undefined ? {} : { errors: error.init.errors }),
+  };
+  const headers = new Headers(error.init.headers);
+  headers.set('content-type', PROBLEM_CONTENT_TYPE);
+  headers.set('cache-control', 'no-store');
+  return new Response(JSON.stringify(body), { status: error.status, headers });
+}
+
+/** The 500 answer for an unexpected exception: no message, stack or SQL reaches the client. */
+export function internalError(): HttpError {
+  return new HttpError(500, 'internal', {
+    detail: 'The server failed to handle the request; the log has the details under the requestId.',
+  });
+}
+
+/** The 503 answer while the database cannot be reached (SPEC §5). */
+export function unavailableError(): HttpError {
+  return new HttpError(503, 'unavailable', {
+    detail: 'The database cannot be reached; try again shortly.',
+    headers: { 'retry-after': '5' },
+  });
+}

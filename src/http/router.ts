@@ -1,0 +1,159 @@
+/**
+ * A hand-written router: routes are data, compiled once into a segment tree,
+ * so matching costs one map lookup per path segment whatever the number of
+ * routes. The optional `/v1` or `/v2` prefix (SPEC §8) is recognised here,
+ * once, and handed to the caller as the API version.
+ *
+ * Patterns are literal segments and parameters: `/orders/{id:int}` matches
+ * `/orders/42` with `params.id === 42`. An `int` parameter is a positive
+ * integer within 2^53−1 with no sign or leading zero; anything else matches
+ * nothing (SPEC §4: 404). `{name}` takes any non-empty segment as a string.
+ */
+
+export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+export type Method = (typeof METHODS)[number];
+
+/** 1 or 2 from a `/v1` or `/v2` prefix; `undefined` when the path has none. */
+export type PathVersion = 1 | 2 | undefined;
+
+export interface Route<H> {
+  readonly method: Method;
+  readonly pattern: string;
+  readonly handler: H;
+  /** `false` for paths that take no version prefix (`/healthz`, `/readyz`). Default `true`. */
+  readonly versioned?: boolean;
+}
+
+export type Params = Readonly<Record<string, string | number>>;
+
+export type RouteMatch<H> =
+  | { readonly kind: 'found'; readonly handler: H; readonly params: Params; readonly version: PathVersion; readonly pattern: string; readonly allow: string }
+  | { readonly kind: 'options'; readonly allow: string; readonly version: PathVersion }
+  | { readonly kind: 'method-not-allowed'; readonly allow: string; readonly version: PathVersion }
+  | { readonly kind: 'not-found'; readonly version: PathVersion };
+
+export interface Router<H> {
+  match(method: string, path: string): RouteMatch<H>;
+  /** Every route, for documentation and tests. */
+  readonly routes: readonly Route<H>[];
+}
+
+/** A programmer's mistake in the route table, thrown at start-up. */
+export class RouteDefinitionError extends Error {
+  override name = 'RouteDefinitionError';
+}
+
+interface Leaf<H> {
+  readonly handler: H;
+  readonly pattern: string;
+  readonly versioned: boolean;
+}
+
+interface Node<H> {
+  readonly literal: Map<string, Node<H>>;
+  param: { readonly name: string; readonly type: 'int' | 'string'; readonly node: Node<H> } | undefined;
+  readonly leaves: Map<Method, Leaf<H>>;
+  allow: string;
+}
+
+const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
+const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
+const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([['v1', 1], ['v2', 2]]);
+
+function newNode<H>(): Node<H> {
+  return { literal: new Map(), param: undefined, leaves: new Map(), allow: '' };
+}
+
+/** Compiles `routes` into a router; throws `RouteDefinitionError` on a malformed or duplicate route. */
+export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
+  const root = newNode<H>();
+  for (const route of routes) add(root, route);
+  finish(root);
+  return {
+    routes,
+    match(method, path) {
+      const segments = path.split('/');
+      // segments[0] is the empty string before the leading slash.
+      let start = 1;
+      const version = VERSION_PREFIXES.get(segments[1] ?? '');
+      if (version !== undefined) start = 2;
+      const params: Record<string, string | number> = {};
+      const node = walk(root, segments, start, params);
+      if (node === undefined || node.leaves.size === 0) return { kind: 'not-found', version };
+      // A prefixed path must lead to a route that takes a version.
+      if (version !== undefined && ![...node.leaves.values()].some((leaf) => leaf.versioned)) {
+        return { kind: 'not-found', version };
+      }
+      if (method === 'OPTIONS' && !node.leaves.has('OPTIONS')) return { kind: 'options', allow: node.allow, version };
+      // RFC 9110 §9.3.2: HEAD is answered as GET without the content.
+      const leaf = node.leaves.get(method as Method) ?? (method === 'HEAD' ? node.leaves.get('GET') : undefined);
+      if (leaf === undefined) return { kind: 'method-not-allowed', allow: node.allow, version };
+      return { kind: 'found', handler: leaf.handler, params, version, pattern: leaf.pattern, allow: node.allow };
+    },
+  };
+}
+
+function add<H>(root: Node<H>, route: Route<H>): void {
+  if (!route.pattern.startsWith('/')) throw new RouteDefinitionError(`pattern must start with "/": ${route.pattern}`);
+  if (!METHODS.includes(route.method)) throw new RouteDefinitionError(`unknown method ${route.method} for ${route.pattern}`);
+  let node = root;
+  for (const segment of route.pattern.split('/').slice(1)) {
+    if (segment === '') throw new RouteDefinitionError(`empty segment in ${route.pattern}`);
+    const param = PARAM.exec(segment);
+    if (param) {
+      const name = param[1] as string;
+      const type = param[2] === 'int' ? 'int' : 'string';
+      if (node.param && (node.param.name !== name || node.param.type !== type)) {
+        throw new RouteDefinitionError(`conflicting parameters {${node.param.name}} and ${segment} in ${route.pattern}`);
+      }
+      node.param ??= { name, type, node: newNode() };
+      node = node.param.node;
+    } else {
+      if (segment.includes('{') || segment.includes('}')) throw new RouteDefinitionError(`malformed segment ${segment} in ${route.pattern}`);
+      if (VERSION_PREFIXES.has(segment) && node === root) throw new RouteDefinitionError(`${route.pattern} starts with a version segment`);
+      let next = node.literal.get(segment);
+      if (next === undefined) node.literal.set(segment, (next = newNode()));
+      node = next;
+    }
+  }
+  if (node.leaves.has(route.method)) throw new RouteDefinitionError(`duplicate route ${route.method} ${route.pattern}`);
+  node.leaves.set(route.method, { handler: route.handler, pattern: route.pattern, versioned: route.versioned ?? true });
+}
+
+/** Precomputes each node's `Allow` value (RFC 9110 §10.2.1). */
+function finish<H>(node: Node<H>): void {
+  if (node.leaves.size > 0) {
+    const methods = new Set<string>(node.leaves.keys());
+    if (methods.has('GET')) methods.add('HEAD');
+    methods.add('OPTIONS');
+    node.allow = METHODS.filter((m) => methods.has(m)).join(', ');
+  }
+  for (const child of node.literal.values()) finish(child);
+  if (node.param) finish(node.param.node);
+}
+
+function walk<H>(root: Node<H>, segments: readonly string[], start: number, params: Record<string, string | number>): Node<H> | undefined {
+  let node = root;
+  for (let i = start; i < segments.length; i++) {
+    const segment = segments[i] as string;
+    if (segment === '') return undefined;
+    const literal = node.literal.get(segment);
+    if (literal !== undefined) {
+      node = literal;
+      continue;
+    }
+    const param = node.param;
+    if (param === undefined) return undefined;
+    if (param.type === 'int') {
+      if (!POSITIVE_INT.test(segment)) return undefined;
+      const n = Number(segment);
+      if (n > Number.MAX_SAFE_INTEGER) return undefined;
+      params[param.name] = n;
+    } else {
+      params[param.name] = segment;
+    }
+    node = param.node;
+  }
+  // A bare "/" (or "/v1") names no resource.
+  return node === root ? undefined : node;
+}

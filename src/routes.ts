@@ -1,0 +1,7 @@
+/** Every route of the service, as data (see app.ts for what wraps them all). */
+import type { RouteSpec } from './app.ts';
+import { productRoutes } from './catalog/products.ts';
+import { healthRoutes } from './health.ts';
+import { userRoutes } from './users/users.ts';
+
+export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes];

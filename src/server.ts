@@ -1,0 +1,94 @@
+/**
+ * Starting and stopping the whole service: database, migrations, demo data,
+ * HTTP server, and the graceful shutdown of SPEC §1.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp, BODY_TIMEOUT_MS } from './app.ts';
+import { createAuthenticator } from './auth/authenticator.ts';
+import type { Config } from './config.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { migrate } from './db/migrate.ts';
+import { createDemoTokens, seed, type DemoTokens } from './db/seed.ts';
+import { createNodeServer } from './http/node-adapter.ts';
+import { createLogger, type Logger } from './log.ts';
+import { routes } from './routes.ts';
+
+export interface StartOptions {
+  readonly log?: Logger;
+  /** Called with the demo tokens when this start created the embedded database. */
+  readonly onDemoTokens?: (tokens: DemoTokens) => void;
+}
+
+export interface RunningServer {
+  /** `http://host:port`, the port resolved when `PORT=0`. */
+  readonly url: string;
+  readonly port: number;
+  readonly db: Database;
+  /** Stops accepting, lets requests in flight finish (up to `graceMs`), closes the database. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** How long requests in flight get to finish on shutdown (SPEC §1). */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
+  let server: Server | undefined;
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) log.info('migrations applied', { migrations: applied });
+    if (db.created) {
+      await seed(db);
+      const tokens = await createDemoTokens(db);
+      options.onDemoTokens?.(tokens);
+    }
+    const app = createApp({ config, db, log, authenticator: createAuthenticator(db) }, routes);
+    server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
+    await listen(server, config.port, config.host);
+  } catch (error) {
+    server?.close();
+    await db.close(0);
+    throw error;
+  }
+  const { port } = server.address() as AddressInfo;
+  const running = server;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    db,
+    close(graceMs = SHUTDOWN_GRACE_MS) {
+      closing ??= shutdown(running, db, graceMs);
+      return closing;
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+async function shutdown(server: Server, db: Database, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Keep-alive connections with no request in flight would hold close() open.
+  server.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      server.closeAllConnections();
+      resolve();
+    }, graceMs);
+  });
+  await Promise.race([closed, grace]);
+  clearTimeout(timer);
+  await db.close();
+}

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('loadConfig()', () => {
+  it('applies the SPEC §1 defaults to an empty environment', () => {
+    assert.deepEqual(loadConfig({}), {
+      port: 3000,
+      host: '127.0.0.1',
+      databaseUrl: undefined,
+      dataDir: './data',
+      dbPoolMax: 10,
+      maxBodyBytes: 1_048_576,
+      rateLimit: { limit: 600, windowSeconds: 60 },
+      cacheMaxAge: 60,
+      v1DeprecatedAt: new Date('2026-12-01T00:00:00Z'),
+      v1SunsetAt: new Date('2027-06-01T00:00:00Z'),
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u@db:5432/orders', DATA_DIR: '/var/lib/orders',
+      DB_POOL_MAX: '4', MAX_BODY_BYTES: '2048', RATE_LIMIT: '100/10', CACHE_MAX_AGE: '0',
+      V1_DEPRECATED_AT: '2026-01-01T00:00:00Z', V1_SUNSET_AT: '2026-06-01T12:30:00.5+02:00', LOG_LEVEL: 'debug',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.databaseUrl, 'postgres://u@db:5432/orders');
+    assert.equal(config.dataDir, '/var/lib/orders');
+    assert.equal(config.dbPoolMax, 4);
+    assert.equal(config.maxBodyBytes, 2048);
+    assert.deepEqual(config.rateLimit, { limit: 100, windowSeconds: 10 });
+    assert.equal(config.cacheMaxAge, 0);
+    assert.equal(config.v1SunsetAt.toISOString(), '2026-06-01T10:30:00.500Z');
+    assert.equal(config.logLevel, 'debug');
+  });
+
+  it('accepts memory: and RATE_LIMIT=off', () => {
+    const config = loadConfig({ DATABASE_URL: 'memory:', RATE_LIMIT: 'off' });
+    assert.equal(config.databaseUrl, 'memory:');
+    assert.equal(config.rateLimit, undefined);
+  });
+
+  it('treats an empty variable as unset', () => {
+    assert.equal(loadConfig({ PORT: '', DATABASE_URL: '' }).port, 3000);
+    assert.equal(loadConfig({ DATABASE_URL: '' }).databaseUrl, undefined);
+  });
+
+  const invalid: [Record<string, string>, string][] = [
+    [{ PORT: 'eighty' }, 'PORT must be an integer from 0 to 65535, got "eighty"'],
+    [{ PORT: '65536' }, 'PORT must be an integer from 0 to 65535, got "65536"'],
+    [{ PORT: '-1' }, 'PORT must be an integer from 0 to 65535, got "-1"'],
+    [{ DB_POOL_MAX: '0' }, 'DB_POOL_MAX must be an integer from 1 to 1000, got "0"'],
+    [{ MAX_BODY_BYTES: '1.5' }, 'MAX_BODY_BYTES must be an integer from 1 to 1073741824, got "1.5"'],
+    [{ CACHE_MAX_AGE: '1e3' }, 'CACHE_MAX_AGE must be an integer from 0 to 31536000, got "1e3"'],
+    [{ RATE_LIMIT: '600' }, 'RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got "600"'],
+    [{ RATE_LIMIT: '0/60' }, 'RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got "0/60"'],
+    [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of debug, info, warn, error, silent, got "verbose"'],
+    [{ V1_SUNSET_AT: 'next year' }, 'V1_SUNSET_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "next year"'],
+    [{ V1_DEPRECATED_AT: '2026-13-45T00:00:00Z' }, 'V1_DEPRECATED_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "2026-13-45T00:00:00Z"'],
+    [{ V1_DEPRECATED_AT: '2027-01-01T00:00:00Z', V1_SUNSET_AT: '2026-01-01T00:00:00Z' }, 'V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT'],
+    [{ DATABASE_URL: 'mysql://root@db/orders' }, 'DATABASE_URL must be a postgres:// URL or memory:, got the scheme mysql:'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value'],
+  ];
+  for (const [env, message] of invalid) {
+    it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
+      assert.throws(() => loadConfig(env), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.message, message);
+        assert.ok(!error.message.includes('\n'));
+        return true;
+      });
+    });
+  }
+
+  it('never echoes a DATABASE_URL that may hold a password', () => {
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://root:s3cret@db/orders' }), (error: Error) => !error.message.includes('s3cret'));
+  });
+});

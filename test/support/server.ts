@@ -1,0 +1,63 @@
+/**
+ * Starts the real service on a free port for HTTP tests, on the test
+ * database of this run (see database.ts), with users and tokens made
+ * through the same code the command-line tool uses.
+ */
+import { createToken } from '../../src/auth/token-store.ts';
+import { SCOPES, type Scope } from '../../src/auth/tokens.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { LogLevel } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { startServer, type RunningServer } from '../../src/server.ts';
+import { createUser } from '../../src/users/user-store.ts';
+import { seed } from '../../src/db/seed.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface TestServer {
+  readonly server: RunningServer;
+  readonly database: TestDatabase;
+  readonly url: string;
+  /** Every log line the server wrote, parsed. */
+  readonly logs: Record<string, unknown>[];
+  /** `fetch` of a path on this server. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** A new user and a token for them with `scopes` (default: every scope). */
+  user(role: 'customer' | 'admin', scopes?: readonly Scope[]): Promise<{ id: number; token: string; tokenId: number }>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+export async function startTestServer(env: Record<string, string> = {}, database?: TestDatabase): Promise<TestServer> {
+  const db = database ?? (await createTestDatabase());
+  const config: Config = loadConfig({ PORT: '0', LOG_LEVEL: 'info' satisfies LogLevel, RATE_LIMIT: 'off', ...env, DATABASE_URL: env.DATABASE_URL ?? db.url });
+  const logs: Record<string, unknown>[] = [];
+  const log = createLogger(config.logLevel, (line) => {
+    logs.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  const server = await startServer(config, { log });
+  // The embedded database seeds itself when created; a real server's never does.
+  if (!server.db.created) await seed(server.db);
+  return {
+    server,
+    database: db,
+    url: server.url,
+    logs,
+    fetch: (path, init) => fetch(server.url + path, init),
+    async user(role, scopes = SCOPES) {
+      counter += 1;
+      const row = await createUser(server.db, { email: `${role}${counter}.${process.pid}@example.test`, name: `Test ${role} ${counter}`, role });
+      const { token, record } = await createToken(server.db, row.id, scopes, null);
+      return { id: row.id, token, tokenId: record.id };
+    },
+    async close() {
+      await server.close(1_000);
+      if (database === undefined) await db.drop();
+    },
+  };
+}
+
+/** `Authorization` header for `token`. */
+export function bearer(token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
