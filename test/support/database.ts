@@ -16,14 +16,16 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export const REAL_SERVER_URL = process.env.DATABASE_URL;
+const url = process.env.DATABASE_URL;
+/** The real PostgreSQL server of this run, when `DATABASE_URL` names one. */
+export const REAL_SERVER_URL = url === undefined || url === '' || url === 'memory:' ? undefined : url;
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  if (REAL_SERVER_URL === undefined || REAL_SERVER_URL === '' || REAL_SERVER_URL === 'memory:') {
+  if (REAL_SERVER_URL === undefined) {
     return { url: 'memory:', real: false, drop: async () => {} };
   }
   const name = `orders_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(REAL_SERVER_URL, { max: 1, onnotice: () => {} });
+  const admin = postgres(REAL_SERVER_URL as string, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`CREATE DATABASE ${name}`);
   } finally {

@@ -1,0 +1,70 @@
+/**
+ * The database going away and coming back (SPEC §1, §5): readiness and
+ * requests answer 503 with Retry-After while it is gone, and the server
+ * recovers by itself, without a restart, when it returns.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { openEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { startProxy, type Proxy } from './support/proxy.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
+
+let database: TestDatabase;
+let embedded: EmbeddedDatabase | undefined;
+let proxy: Proxy;
+let t: TestServer;
+
+before(async () => {
+  database = await createTestDatabase();
+  let databaseName = 'postgres';
+  if (database.target) {
+    proxy = await startProxy({ host: database.target.host, port: database.target.port });
+    databaseName = database.target.database;
+  } else {
+    embedded = await openEmbedded(undefined, 10);
+    proxy = await startProxy({ path: embedded.socketPath });
+  }
+  t = await startTestServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/${databaseName}`, DB_POOL_MAX: '3' }, database);
+});
+
+after(async () => {
+  await t.close();
+  await proxy.close();
+  await embedded?.close();
+  await database.drop();
+});
+
+describe('when the database goes away', () => {
+  it('is ready before', async () => {
+    assert.equal((await t.fetch('/readyz')).status, 200);
+    assert.equal((await t.fetch('/v1/products/1')).status, 200);
+  });
+
+  it('answers /readyz with 503 unavailable and Retry-After, /healthz still 200', async () => {
+    await proxy.down();
+    const response = await t.fetch('/readyz');
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get('retry-after'), '5');
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+    assert.equal((await response.json()).type, '/problems/unavailable');
+    assert.equal((await t.fetch('/healthz')).status, 200);
+  });
+
+  it('answers a resource request with 503, never 500', async () => {
+    const response = await t.fetch('/v1/products?pageSize=2');
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get('retry-after'), '5');
+    const body = await response.json();
+    assert.equal(body.type, '/problems/unavailable');
+    assert.ok(!JSON.stringify(body).includes('ECONNREFUSED'));
+  });
+
+  it('recovers by itself when the database returns', async () => {
+    await proxy.up();
+    assert.equal((await t.fetch('/readyz')).status, 200);
+    const response = await t.fetch('/v1/products/1');
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).id, 1);
+  });
+});

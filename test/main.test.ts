@@ -1,0 +1,140 @@
+/**
+ * The service as `make run` starts it: a child process on an embedded
+ * database in a temporary DATA_DIR. First creation prints the demo tokens
+ * once; the data directory is locked while the server runs; SIGTERM lets a
+ * request in flight finish and exits 0.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCli } from '../src/cli.ts';
+import { REAL_SERVER_URL } from './support/database.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+interface Child {
+  readonly process: ChildProcessWithoutNullStreams;
+  readonly url: string;
+  stderr(): string;
+  stdout(): string;
+}
+
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...extra };
+  delete env.DATABASE_URL;
+  return env;
+}
+
+async function startChild(dataDir: string): Promise<Child> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv({ DATA_DIR: dataDir }) });
+  let stderr = '';
+  let stdout = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match) resolve(match[1] as string);
+    });
+    child.once('exit', (code) => reject(new Error(`exited with ${code} before listening: ${stderr}`)));
+  });
+  return { process: child, url, stderr: () => stderr, stdout: () => stdout };
+}
+
+describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database only: runs in the embedded pass' : false }, () => {
+  let dataDir: string;
+  let first: Child;
+  let adminToken: string;
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'orders-main-'));
+    first = await startChild(dataDir);
+  });
+
+  after(() => {
+    if (first.process.exitCode === null) first.process.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('prints an admin and a customer token on first creation', async () => {
+    const admin = /admin: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr());
+    const customer = /customer: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr());
+    assert.ok(admin && customer, first.stderr());
+    adminToken = admin[1] as string;
+    const users = await fetch(`${first.url}/v1/users`, { headers: { authorization: `Bearer ${adminToken}` } });
+    assert.equal(users.status, 200);
+    assert.equal((await users.json()).meta.total, 2);
+    const mine = await fetch(`${first.url}/v1/users`, { headers: { authorization: `Bearer ${customer[1]}` } });
+    assert.deepEqual((await mine.json()).data.map((u: { email: string }) => u.email), ['customer@example.com']);
+  });
+
+  it('serves the catalog without a token', async () => {
+    const response = await fetch(`${first.url}/v1/products`);
+    assert.equal(response.status, 200);
+    assert.equal((await response.json()).meta.total, 21);
+  });
+
+  it('keeps the command-line tool off its data directory while it runs', async () => {
+    let err = '';
+    const status = await runCli(['migrate'], { DATA_DIR: dataDir }, { out: () => {}, err: (t) => (err += t) });
+    assert.equal(status, 1);
+    assert.match(err, /^orders: the embedded database in .* is in use by process \d+; stop it first \(PGlite serves one process at a time\)\n$/);
+  });
+
+  it('on SIGTERM lets a request in flight finish, then exits 0', async () => {
+    const { port } = new URL(first.url);
+    // A request whose body is still arriving is in flight. The server's
+    // "100 Continue" tells that it has parsed the request head.
+    const req = request({
+      host: '127.0.0.1', port, method: 'POST', path: '/v1/products',
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue' },
+    });
+    const responded = once(req, 'response');
+    req.flushHeaders();
+    await once(req, 'continue');
+    req.write('{"partial":');
+    const stopping = new Promise<void>((resolve) => {
+      const check = () => first.stdout().includes('"message":"shutting down"') && resolve();
+      first.process.stdout.on('data', check);
+      check();
+    });
+    first.process.kill('SIGTERM');
+    await stopping;
+    req.end('true}');
+    const [response] = (await responded) as [import('node:http').IncomingMessage];
+    response.resume();
+    assert.equal(response.statusCode, 405);
+    const [code] = await once(first.process, 'exit');
+    assert.equal(code, 0);
+    assert.match(first.stdout(), /"message":"shutting down","signal":"SIGTERM"/);
+  });
+
+  it('does not print tokens again on the next start, and the old ones still work', async () => {
+    const second = await startChild(dataDir);
+    try {
+      assert.ok(!second.stderr().includes('ord_'), second.stderr());
+      const response = await fetch(`${second.url}/v1/users`, { headers: { authorization: `Bearer ${adminToken}` } });
+      assert.equal(response.status, 200);
+    } finally {
+      second.process.kill('SIGTERM');
+      const [code] = await once(second.process, 'exit');
+      assert.equal(code, 0);
+    }
+  });
+});
+
+describe('an invalid configuration', () => {
+  it('stops start-up with one line naming the variable', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv({ LOG_LEVEL: 'loud' }) });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 2);
+    assert.equal(stderr, 'orders: invalid configuration: LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"\n');
+  });
+});
