@@ -78,7 +78,21 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
     return;
   }
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve));
+    if (res.destroyed) break;
+    if (!res.write(chunk)) await drained(res);
   }
   res.end();
+}
+
+/** Resolves when `res` can take more data, or when the client has gone. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
 }
