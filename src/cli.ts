@@ -86,8 +86,8 @@ function commandOf(argv: readonly string[]): Command {
       return async (db, io) => {
         await seed(db);
         const users = await db.many<Parameters<typeof userRepresentation>[0]>('ListDemoUsers');
-        const products = await db.one<{ total: number }>('CountProducts');
-        io.out(`${JSON.stringify({ users: users.map(userRepresentation), products: products?.total ?? 0 })}\n`);
+        const [products] = await db.composed<{ total_count: number }>('CountProducts', { where: 'TRUE' });
+        io.out(`${JSON.stringify({ users: users.map(userRepresentation), products: products?.total_count ?? 0 })}\n`);
       };
   }
   switch (words) {

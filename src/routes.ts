@@ -2,6 +2,8 @@
 import type { RouteSpec } from './app.ts';
 import { productRoutes } from './catalog/products.ts';
 import { healthRoutes } from './health.ts';
+import { orderItemRoutes } from './orders/items.ts';
+import { orderRoutes } from './orders/orders.ts';
 import { userRoutes } from './users/users.ts';
 
-export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes];
+export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes];

@@ -7,13 +7,14 @@ WHERE id = $1;
 
 -- name: ListProducts :many
 -- One page and the total in one round trip. {{orderBy}} is replaced by a
--- list built only from the fixed sort-key map in src/catalog/products.ts.
--- $1: page size, $2: offset.
-SELECT id, sku, name, price, currency, created_at, count(*) OVER () AS total
+-- list built only from the fixed sort-key map in src/catalog/products.ts;
+-- {{where}} is TRUE (the catalog has no filters); {{limit}}, {{offset}}: $1, $2.
+SELECT id, sku, name, price, currency, created_at, count(*) OVER () AS total_count
 FROM products
+WHERE {{where}}
 ORDER BY {{orderBy}}
-LIMIT $1 OFFSET $2::bigint;
+LIMIT {{limit}} OFFSET {{offset}};
 
 -- name: CountProducts :one
 -- The total when the page lies past the last one (and so carries no count).
-SELECT count(*) AS total FROM products;
+SELECT count(*) AS total_count FROM products WHERE {{where}};

@@ -16,18 +16,19 @@ VALUES ($1, $2, $3)
 RETURNING id, email, name, role, created_at;
 
 -- name: ListUsers :many
--- $1: only this user's record (a customer), or NULL for all (an admin).
--- $2: page size, $3: offset. {{orderBy}}: from the fixed sort-key map in src/users/users.ts.
-SELECT id, email, name, role, created_at, count(*) OVER () AS total
+-- {{where}}: fixed fragments from src/users/users.ts (a customer sees only
+-- their own record); {{orderBy}}: the fixed sort-key map; {{limit}},
+-- {{offset}}: the parameter numbers after the filters'.
+SELECT id, email, name, role, created_at, count(*) OVER () AS total_count
 FROM users
-WHERE ($1::bigint IS NULL OR id = $1)
+WHERE {{where}}
 ORDER BY {{orderBy}}
-LIMIT $2 OFFSET $3::bigint;
+LIMIT {{limit}} OFFSET {{offset}};
 
 -- name: CountUsers :one
-SELECT count(*) AS total
+SELECT count(*) AS total_count
 FROM users
-WHERE ($1::bigint IS NULL OR id = $1);
+WHERE {{where}};
 
 -- name: ListDemoUsers :many
 SELECT id, email, name, role, created_at

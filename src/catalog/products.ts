@@ -29,7 +29,7 @@ const SORT_COLUMNS: Record<ProductSortKey, string> = { id: 'id', createdAt: 'cre
 
 async function listProducts(ctx: RequestContext): Promise<Response> {
   const query = listQueryOf(ctx.url, LIST);
-  const { rows, total } = await fetchPage<ProductRow>(ctx.services.db, 'ListProducts', 'CountProducts', orderBy(query.sort, SORT_COLUMNS), [], query);
+  const { rows, total } = await fetchPage<ProductRow>(ctx.services.db, 'ListProducts', 'CountProducts', { orderBy: orderBy(query.sort, SORT_COLUMNS) }, [], query);
   return collectionResponse(ctx.url, rows.map((row) => productRepresentation(row, ctx.version)), total, query);
 }
 

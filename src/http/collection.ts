@@ -5,7 +5,7 @@
  */
 import type { Database, Param } from '../db/database.ts';
 import { jsonResponse } from './json.ts';
-import { pageCount, paginationLinks, parseListQuery, type ListQuery, type ListSpec } from './list-query.ts';
+import { pageCount, paginationLinks, parseListQuery, type ListQuery, type ListSpec, type QueryError } from './list-query.ts';
 import { HttpError } from './problem.ts';
 
 export interface PageRequest {
@@ -18,24 +18,39 @@ export interface Page<Row> {
   readonly total: number;
 }
 
+/** The whitelisted SQL fragments of one list query: never text from a request. */
+export interface ListFragments {
+  /** The `ORDER BY` list (from `orderBy()`). */
+  readonly orderBy: string;
+  /** The `WHERE` condition (from `where()`); `TRUE` when absent. */
+  readonly where?: string;
+}
+
 /**
- * Runs `listStatement` with `params` followed by the page size and offset,
- * and `countStatement` with `params` only when the page is empty (a page past
- * the last carries no window count).
+ * Runs `listStatement`, whose rows carry `count(*) OVER ()` as
+ * `total_count`, with `params` followed by the page size and offset (its
+ * `{{limit}}` and `{{offset}}` placeholders become their parameter numbers).
+ * `countStatement` runs only when the page is empty: a page past the last
+ * carries no window count.
  */
 export async function fetchPage<Row>(
   db: Database,
   listStatement: string,
   countStatement: string,
-  orderBy: string,
+  fragments: ListFragments,
   params: readonly Param[],
   page: PageRequest,
 ): Promise<Page<Row>> {
   const offset = (BigInt(page.page) - 1n) * BigInt(page.pageSize);
-  const rows = await db.composed<Row & { total: number }>(listStatement, { orderBy }, [...params, page.pageSize, offset.toString()]);
-  if (rows.length > 0) return { rows, total: rows[0]!.total };
-  const count = await db.one<{ total: number }>(countStatement, params);
-  return { rows, total: count?.total ?? 0 };
+  const where = fragments.where ?? 'TRUE';
+  const rows = await db.composed<Row & { total_count: number }>(
+    listStatement,
+    { where, orderBy: fragments.orderBy, limit: `$${params.length + 1}`, offset: `$${params.length + 2}::bigint` },
+    [...params, page.pageSize, offset.toString()],
+  );
+  if (rows.length > 0) return { rows, total: rows[0]!.total_count };
+  const [count] = await db.composed<{ total_count: number }>(countStatement, { where }, params);
+  return { rows, total: count?.total_count ?? 0 };
 }
 
 /** The 200 envelope of `data`, with `meta` and the `Link` header. */
@@ -52,6 +67,11 @@ export function collectionResponse(url: URL, data: unknown[], total: number, pag
 export function listQueryOf<K extends string, F extends Record<string, unknown>>(url: URL, spec: ListSpec<K, F>): ListQuery<K, F> {
   const parsed = parseListQuery(url.searchParams, spec);
   if (parsed.ok) return parsed.value;
-  const names = [...new Set(parsed.errors.map((e) => e.parameter))].join(', ');
-  throw new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors: parsed.errors });
+  throw invalidQuery(parsed.errors);
+}
+
+/** 400 `invalid-query` naming each offending parameter (SPEC §4). */
+export function invalidQuery(errors: readonly QueryError[]): HttpError {
+  const names = [...new Set(errors.map((e) => e.parameter))].join(', ');
+  return new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors });
 }

@@ -5,6 +5,8 @@
  * error naming that parameter; nothing is ever silently ignored. Pure.
  */
 
+import type { Param } from '../db/database.ts';
+
 export interface SortKey<K extends string = string> {
   readonly key: K;
   readonly descending: boolean;
@@ -127,6 +129,28 @@ export function orderBy<K extends string>(sort: readonly SortKey<K>[], columns: 
   const parts = sort.map((s) => `${columns[s.key]} ${s.descending ? 'DESC' : 'ASC'}`);
   if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ASC`);
   return parts.join(', ');
+}
+
+/** A filter condition: a fixed SQL fragment taking one parameter, and the value for it. */
+export interface Condition {
+  /** Builds the fragment around the parameter's placeholder, e.g. `(p) => \`o.status = ${p}\``. */
+  readonly sql: (placeholder: string) => string;
+  readonly value: Param;
+}
+
+/**
+ * Joins `conditions` with AND, numbering their parameters from `$1`: the
+ * `WHERE` text (only the fixed fragments) and the values to pass with it.
+ *
+ * @example
+ * where([{ sql: (p) => `o.status = ${p}`, value: 'paid' }]) // { sql: 'o.status = $1', params: ['paid'] }
+ */
+export function where(conditions: readonly Condition[]): { sql: string; params: Param[] } {
+  if (conditions.length === 0) return { sql: 'TRUE', params: [] };
+  return {
+    sql: conditions.map((c, i) => c.sql(`$${i + 1}`)).join(' AND '),
+    params: conditions.map((c) => c.value),
+  };
 }
 
 /** The number of pages for `total` items; 0 when there are none. */

@@ -7,8 +7,10 @@ import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import type { Role } from '../auth/authenticator.ts';
 import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, type ListSpec } from '../http/list-query.ts';
+import { orderBy, where, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
+import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { createUser, NewUserSchema, UserExistsError } from './user-store.ts';
 
 export interface UserRow {
   id: number;
@@ -30,8 +32,9 @@ const SORT_COLUMNS: Record<UserSortKey, string> = { id: 'id', createdAt: 'create
 async function listUsers(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
   const query = listQueryOf(ctx.url, LIST);
-  const only = principal.role === 'admin' ? null : principal.userId;
-  const { rows, total } = await fetchPage<UserRow>(ctx.services.db, 'ListUsers', 'CountUsers', orderBy(query.sort, SORT_COLUMNS), [only], query);
+  const conditions = principal.role === 'admin' ? [] : [{ sql: (p: string) => `id = ${p}`, value: principal.userId }];
+  const filter = where(conditions);
+  const { rows, total } = await fetchPage<UserRow>(ctx.services.db, 'ListUsers', 'CountUsers', { orderBy: orderBy(query.sort, SORT_COLUMNS), where: filter.sql }, filter.params, query);
   return collectionResponse(ctx.url, rows.map(userRepresentation), total, query);
 }
 
@@ -43,7 +46,23 @@ async function getUser(ctx: RequestContext): Promise<Response> {
   return jsonResponse(userRepresentation(row));
 }
 
+async function create(ctx: RequestContext): Promise<Response> {
+  // SPEC §6: creating users is an admin's act, whatever scopes a token carries.
+  if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may create users.' });
+  checkJsonContentType(ctx.request.headers.get('content-type'));
+  const body = validate(NewUserSchema, parseJson(ctx.body));
+  let row: UserRow;
+  try {
+    row = await createUser(ctx.services.db, body);
+  } catch (error) {
+    if (error instanceof UserExistsError) throw validationError([{ pointer: '/email', detail: 'is already the address of another user' }]);
+    throw error;
+  }
+  return jsonResponse(userRepresentation(row), 201, { location: `${ctx.url.pathname}/${row.id}` });
+}
+
 export const userRoutes: readonly RouteSpec[] = [
+  { method: 'POST', pattern: '/users', auth: 'users:write', handler: create },
   { method: 'GET', pattern: '/users', auth: 'users:read', handler: listUsers },
   { method: 'GET', pattern: '/users/{id:int}', auth: 'users:read', handler: getUser },
 ];

@@ -1,0 +1,83 @@
+/**
+ * Request bodies as JSON (SPEC §4, §5, §8): the media type is checked (415),
+ * the bytes parsed (400 `malformed-json`) and the value validated against a
+ * valibot schema (422 `validation`, with a JSON Pointer per error).
+ */
+import * as v from 'valibot';
+import { HttpError, type ProblemError } from './problem.ts';
+
+export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
+/** SPEC §8: plain JSON and the two vendor types; PATCH also takes a merge patch (RFC 7396). */
+const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json', 'application/vnd.orders.v2+json']);
+
+export interface BodyOptions {
+  /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
+  readonly patch?: boolean;
+}
+
+/**
+ * Checks `contentType` (exactly what `headers.get('content-type')` returns):
+ * a JSON media type, with no `charset` other than UTF-8 (RFC 8259 §8.1).
+ */
+export function checkJsonContentType(contentType: string | null, options: BodyOptions = {}): void {
+  const [type = '', ...parameters] = (contentType ?? '').split(';').map((part) => part.trim());
+  const media = type.toLowerCase();
+  const accepted = BODY_TYPES.has(media) || (options.patch === true && media === MERGE_PATCH_TYPE);
+  const charset = parameters.map((p) => p.toLowerCase().replace(/\s*=\s*/, '=')).find((p) => p.startsWith('charset='));
+  const utf8 = charset === undefined || ['charset=utf-8', 'charset="utf-8"', 'charset=utf8'].includes(charset);
+  if (accepted && utf8) return;
+  const expected = options.patch ? `application/json or ${MERGE_PATCH_TYPE}` : 'application/json';
+  throw new HttpError(415, 'unsupported-media-type', {
+    detail: contentType === null
+      ? `The request body needs Content-Type: ${expected}.`
+      : accepted
+        ? 'JSON bodies must be UTF-8.'
+        : `Content-Type ${type} is not supported here; send ${expected}.`,
+    ...(options.patch ? { headers: { 'accept-patch': `application/json, ${MERGE_PATCH_TYPE}` } } : {}),
+  });
+}
+
+/** Parses `body` as UTF-8 JSON, or throws 400 `malformed-json`. */
+export function parseJson(body: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(body);
+  } catch {
+    throw new HttpError(400, 'malformed-json', { detail: 'The request body is not valid UTF-8.' });
+  }
+  if (text.trim() === '') throw new HttpError(400, 'malformed-json', { detail: 'The request body is empty; a JSON value is expected.' });
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, 'malformed-json', { detail: `The request body is not valid JSON: ${(error as Error).message}.` });
+  }
+}
+
+/** Validates `value` against `schema`, or throws 422 `validation` listing every problem. */
+export function validate<S extends v.GenericSchema>(schema: S, value: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, value, { abortEarly: false });
+  if (result.success) return result.output;
+  throw validationError(result.issues.map(toProblemError));
+}
+
+/** 422 `validation` with these errors. */
+export function validationError(errors: readonly ProblemError[]): HttpError {
+  const pointers = [...new Set(errors.map((e) => ('pointer' in e ? e.pointer || '/' : e.parameter)))];
+  return new HttpError(422, 'validation', { detail: `The request body is invalid at ${pointers.join(', ')}.`, errors });
+}
+
+/** RFC 6901: the pointer to `path`, with `~` and `/` escaped. */
+export function jsonPointer(path: readonly (string | number)[]): string {
+  return path.map((key) => '/' + String(key).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+}
+
+function toProblemError(issue: v.BaseIssue<unknown>): ProblemError {
+  const path = (issue.path ?? []).map((item) => item.key as string | number);
+  if (issue.type === 'strict_object' && issue.expected === 'never') {
+    return { pointer: jsonPointer(path), detail: 'is not a member of this body' };
+  }
+  if ((issue.type === 'strict_object' || issue.type === 'object') && issue.received === 'undefined') {
+    return { pointer: jsonPointer(path), detail: 'is required' };
+  }
+  return { pointer: jsonPointer(path), detail: issue.message };
+}

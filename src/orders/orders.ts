@@ -1,0 +1,136 @@
+/**
+ * The order endpoints (SPEC §4): the collection with its filters, one order,
+ * and its creation, replacement, merge patch and deletion; with the
+ * ownership rules of §6.
+ */
+import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
+import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
+import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { jsonResponse } from '../http/json.ts';
+import { orderBy, where, type Condition, type FilterParser, type ListSpec } from '../http/list-query.ts';
+import { HttpError } from '../http/problem.ts';
+import { orderRepresentation, type OrderRow } from './representation.ts';
+import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
+import { createOrder, deleteOrder, getOrder, ownerLimit, updateOrder, type OrderChanges } from './store.ts';
+
+const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
+// numeric(12,2) holds at most 10 integer digits; more can never match a total.
+const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
+
+export const positiveId: FilterParser<number> = (value) =>
+  POSITIVE_INT.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER ? { value: Number(value) } : { error: 'must be a positive integer' };
+
+const status: FilterParser<Status> = (value) =>
+  (STATUSES as readonly string[]).includes(value) ? { value: value as Status } : { error: `must be one of ${STATUSES.join(', ')}` };
+
+const minTotal: FilterParser<string> = (value) =>
+  DECIMAL.test(value) ? { value } : { error: 'must be a non-negative decimal with at most 2 decimal places, such as 100 or 49.95' };
+
+type OrderSortKey = 'id' | 'status' | 'createdAt' | 'updatedAt' | 'total';
+interface OrderFilters extends Record<string, unknown> {
+  status: Status;
+  customerId: number;
+  minTotal: string;
+}
+
+export const ORDER_LIST: ListSpec<OrderSortKey, OrderFilters> = {
+  sortKeys: ['id', 'status', 'createdAt', 'updatedAt', 'total'],
+  filters: { status, customerId: positiveId, minTotal },
+};
+const SORT_COLUMNS: Record<OrderSortKey, string> = { id: 'o.id', status: 'o.status', createdAt: 'o.created_at', updatedAt: 'o.updated_at', total: 'o.total' };
+
+/** One page of orders, limited to `owner`'s when given (a customer, or the user of the path). */
+async function listOrders(ctx: RequestContext, owners: readonly number[]): Promise<Response> {
+  const query = listQueryOf(ctx.url, ORDER_LIST);
+  const conditions: Condition[] = owners.map((owner) => ({ sql: (p) => `o.customer_id = ${p}`, value: owner }));
+  const { filters } = query;
+  if (filters.customerId !== undefined) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: filters.customerId });
+  if (filters.status !== undefined) conditions.push({ sql: (p) => `o.status = ${p}`, value: filters.status });
+  if (filters.minTotal !== undefined) conditions.push({ sql: (p) => `o.total >= ${p}::numeric`, value: filters.minTotal });
+  const filter = where(conditions);
+  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, 'ListOrders', 'CountOrders', { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS) }, filter.params, query);
+  return collectionResponse(ctx.url, rows.map((row) => orderRepresentation(row, ctx.version)), total, query);
+}
+
+async function listAll(ctx: RequestContext): Promise<Response> {
+  const limit = ownerLimit(principalOf(ctx));
+  return listOrders(ctx, limit === null ? [] : [limit]);
+}
+
+async function listOfUser(ctx: RequestContext): Promise<Response> {
+  const principal = principalOf(ctx);
+  const userId = ctx.params.id as number;
+  // Another customer's path is as missing as an unknown user's (SPEC §6).
+  const visible = principal.role === 'admin' ? (await ctx.services.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
+  if (!visible) throw new HttpError(404, 'not-found', { detail: `There is no user ${userId}.` });
+  return listOrders(ctx, [userId]);
+}
+
+async function getOne(ctx: RequestContext): Promise<Response> {
+  const row = await getOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx));
+  return jsonResponse(orderRepresentation(row, ctx.version));
+}
+
+function itemsOrThrow(items: readonly Item[] | undefined): void {
+  if (items === undefined) return;
+  const duplicates = duplicateProducts(items);
+  if (duplicates.length > 0) throw validationError(duplicates);
+}
+
+async function create(ctx: RequestContext): Promise<Response> {
+  const principal = principalOf(ctx);
+  checkJsonContentType(ctx.request.headers.get('content-type'));
+  const body = validate(CreateOrderSchema, parseJson(ctx.body));
+  itemsOrThrow(body.items);
+  let customerId: number;
+  if (principal.role === 'admin') {
+    if (body.customerId === undefined) throw validationError([{ pointer: '/customerId', detail: 'is required when an admin creates an order' }]);
+    customerId = body.customerId;
+  } else {
+    if (body.customerId !== undefined && body.customerId !== principal.userId) {
+      throw new HttpError(403, 'forbidden', { detail: 'A customer may create orders only for themselves.' });
+    }
+    customerId = principal.userId;
+  }
+  const row = await createOrder(ctx.services.db, customerId, body.items, principal.role === 'admin');
+  return jsonResponse(orderRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
+}
+
+async function change(ctx: RequestContext, changes: OrderChanges): Promise<Response> {
+  itemsOrThrow(changes.items);
+  const row = await updateOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), changes);
+  return jsonResponse(orderRepresentation(row, ctx.version));
+}
+
+async function replace(ctx: RequestContext): Promise<Response> {
+  checkJsonContentType(ctx.request.headers.get('content-type'));
+  return change(ctx, validate(ReplaceOrderSchema, parseJson(ctx.body)));
+}
+
+async function patch(ctx: RequestContext): Promise<Response> {
+  checkJsonContentType(ctx.request.headers.get('content-type'), { patch: true });
+  const document = parseJson(ctx.body);
+  const nulls = nullMembers(document);
+  if (nulls.length > 0) throw validationError(nulls);
+  const body = validate(PatchOrderSchema, document);
+  return change(ctx, {
+    ...(body.customerId === undefined ? {} : { customerId: body.customerId }),
+    ...(body.status === undefined ? {} : { status: body.status }),
+    ...(body.items === undefined ? {} : { items: body.items }),
+  });
+}
+
+async function remove(ctx: RequestContext): Promise<Response> {
+  await deleteOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx));
+  return new Response(null, { status: 204 });
+}
+
+export const orderRoutes: readonly RouteSpec[] = [
+  { method: 'GET', pattern: '/orders', auth: 'orders:read', handler: listAll },
+  { method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create },
+  { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', handler: getOne },
+  { method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace },
+  { method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch },
+  { method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove },
+  { method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', handler: listOfUser },
+];
