@@ -7,7 +7,8 @@ import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
 import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, where, type Condition, type FilterParser, type ListSpec } from '../http/list-query.ts';
+import { orderBy, where, type Condition, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
+import type { Param } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
@@ -26,8 +27,8 @@ const status: FilterParser<Status> = (value) =>
 const minTotal: FilterParser<string> = (value) =>
   DECIMAL.test(value) ? { value } : { error: 'must be a non-negative decimal with at most 2 decimal places, such as 100 or 49.95' };
 
-type OrderSortKey = 'id' | 'status' | 'createdAt' | 'updatedAt' | 'total';
-interface OrderFilters extends Record<string, unknown> {
+export type OrderSortKey = 'id' | 'status' | 'createdAt' | 'updatedAt' | 'total';
+export interface OrderFilters extends Record<string, unknown> {
   status: Status;
   customerId: number;
   minTotal: string;
@@ -39,16 +40,27 @@ export const ORDER_LIST: ListSpec<OrderSortKey, OrderFilters> = {
 };
 const SORT_COLUMNS: Record<OrderSortKey, string> = { id: 'o.id', status: 'o.status', createdAt: 'o.created_at', updatedAt: 'o.updated_at', total: 'o.total' };
 
-/** One page of orders, limited to `owner`'s when given (a customer, or the user of the path). */
-async function listOrders(ctx: RequestContext, owners: readonly number[]): Promise<Response> {
-  const query = listQueryOf(ctx.url, ORDER_LIST);
+/**
+ * The SQL fragments and values of one order list: `owners` (a customer's own
+ * id, or the user of the path) and the query's filters become fixed
+ * conditions, its sort the fixed column map. Pure; nothing from the request
+ * reaches the SQL text.
+ */
+export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owners: readonly number[]): { where: string; orderBy: string; params: Param[] } {
   const conditions: Condition[] = owners.map((owner) => ({ sql: (p) => `o.customer_id = ${p}`, value: owner }));
   const { filters } = query;
   if (filters.customerId !== undefined) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: filters.customerId });
   if (filters.status !== undefined) conditions.push({ sql: (p) => `o.status = ${p}`, value: filters.status });
   if (filters.minTotal !== undefined) conditions.push({ sql: (p) => `o.total >= ${p}::numeric`, value: filters.minTotal });
   const filter = where(conditions);
-  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, 'ListOrders', 'CountOrders', { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS) }, filter.params, query);
+  return { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS), params: filter.params };
+}
+
+/** One page of orders, limited to `owners`' when given. */
+async function listOrders(ctx: RequestContext, owners: readonly number[]): Promise<Response> {
+  const query = listQueryOf(ctx.url, ORDER_LIST);
+  const sql = orderListSql(query, owners);
+  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, 'ListOrders', 'CountOrders', sql, sql.params, query);
   return collectionResponse(ctx.url, rows.map((row) => orderRepresentation(row, ctx.version)), total, query);
 }
 
