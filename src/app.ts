@@ -16,6 +16,9 @@ import type { ClientInfo } from './http/node-adapter.ts';
 import { HttpError, internalError, problemResponse, unavailableError } from './http/problem.ts';
 import { createRouter, type Method, type Params, type Route } from './http/router.ts';
 import { errorFields, type Logger } from './log.ts';
+import { negotiate, type Version } from './http/negotiation.ts';
+import { createRateLimiter, rateLimitField, type RateDecision } from './http/rate-limit.ts';
+import { finish, versionPolicy, type CachePolicy } from './http/semantics.ts';
 
 export interface Services {
   readonly config: Config;
@@ -46,7 +49,10 @@ export interface RouteSpec {
   /** `public`, or the scope a token must carry (SPEC §4, §6). */
   readonly auth: 'public' | Scope;
   readonly handler: Handler;
+  /** `false` for routes outside the API versions (health): no prefix, no negotiation. */
   readonly versioned?: boolean;
+  /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
+  readonly cache?: CachePolicy;
 }
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
@@ -59,20 +65,39 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export function createApp(services: Services, routes: readonly RouteSpec[]): App {
   const router = createRouter<RouteSpec>(routes.map((r): Route<RouteSpec> => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
   const { log, config } = services;
+  const limiter = config.rateLimit === undefined ? undefined : createRateLimiter(config.rateLimit);
+  const versions = versionPolicy(config);
 
-  return async function handle(request) {
+  return async function handle(request, client) {
     const started = performance.now();
     const incomingId = request.headers.get('x-request-id');
     const requestId = incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     const url = new URL(request.url);
     let principal: Principal | undefined;
+    let route: RouteSpec | undefined;
+    let version: Version | undefined;
+    let contentType: string | undefined;
+    let rate: RateDecision | undefined;
     let response: Response;
     try {
       response = await dispatch();
+      if (route !== undefined && response.status < 300) response = await finish(request, response, { cache: route.cache ?? 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
     } catch (error) {
       response = problemResponse(toHttpError(error), url.pathname, requestId);
     }
-    response.headers.set('x-request-id', requestId);
+    const headers = response.headers;
+    headers.set('x-request-id', requestId);
+    if (route !== undefined) {
+      const vary = [...(route.versioned === false ? [] : ['Accept']), ...(route.auth === 'public' ? [] : ['Authorization'])];
+      if (vary.length > 0) headers.set('vary', vary.join(', '));
+    }
+    if (version === 1) versions.decorate(headers, url.pathname);
+    if (limiter !== undefined) {
+      // Requests refused before authentication count against the client address.
+      rate ??= limiter.consume(`address:${client.remoteAddress}`);
+      headers.set('ratelimit-policy', limiter.policy);
+      headers.set('ratelimit', rateLimitField(rate));
+    }
     log.info('request', {
       requestId,
       method: request.method,
@@ -87,6 +112,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       // Read the body first, whatever the route: the limit holds everywhere (SPEC §11).
       const body = request.body === null ? new Uint8Array(0) : await readBody(request, config.maxBodyBytes, BODY_TIMEOUT_MS);
       const match = router.match(request.method, url.pathname);
+      if (match.version !== undefined) version = match.version;
       switch (match.kind) {
         case 'not-found':
           throw new HttpError(404, 'not-found', { detail: `No resource at ${url.pathname}.` });
@@ -98,12 +124,26 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
         case 'options':
           return new Response(null, { status: 204, headers: { allow: match.allow } });
       }
-      const route = match.handler;
+      route = match.handler;
+      if (route.versioned !== false) {
+        const negotiated = negotiate(request.headers.get('accept'), match.version);
+        if (!negotiated.ok) throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
+        version = negotiated.version;
+        contentType = negotiated.contentType;
+        if (version === 1) versions.refuseWhenSunset(url.pathname);
+      }
       if (route.auth !== 'public') {
         principal = await services.authenticator.authenticate(request.headers.get('authorization'));
+        if (limiter !== undefined) {
+          rate = limiter.consume(`user:${principal.userId}`);
+          if (!rate.allowed) throw rateLimited(rate);
+        }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
+      } else if (limiter !== undefined) {
+        rate = limiter.consume(`address:${client.remoteAddress}`);
+        if (!rate.allowed) throw rateLimited(rate);
       }
-      return route.handler({ request, url, params: match.params, version: match.version ?? 1, requestId, body, principal, services });
+      return route.handler({ request, url, params: match.params, version: version ?? 1, requestId, body, principal, services });
     }
 
     function toHttpError(error: unknown): HttpError {
@@ -116,6 +156,13 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       return internalError();
     }
   };
+}
+
+function rateLimited(decision: RateDecision): HttpError {
+  return new HttpError(429, 'rate-limited', {
+    detail: `Too many requests; try again in ${decision.resetSeconds} s.`,
+    headers: { 'retry-after': String(decision.resetSeconds) },
+  });
 }
 
 /** The principal of a route that declared a scope; a route marked public that calls this is a bug. */

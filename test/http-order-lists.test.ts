@@ -138,7 +138,7 @@ describe('GET /orders', () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
     assert.equal(response.headers.get('link'),
       '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", </v1/orders?status=pending&pageSize=2&page=1>; rel="prev", ' +
-      '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", </v1/orders?status=pending&pageSize=2&page=3>; rel="last"');
+      '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", </v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"');
   });
 
   it('answers a page past the last with empty data and the true total', async () => {

@@ -29,7 +29,7 @@ describe('GET /products', () => {
     assert.deepEqual({ ...body.data[2]!, createdAt: 'x' }, { id: 3, sku: 'TEE-001', name: 'Organic cotton T-shirt', price: 19.95, currency: 'EUR', createdAt: 'x' });
     assert.match(body.data[0]!.createdAt, TIMESTAMP);
     assert.equal(response.headers.get('link'),
-      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last"');
+      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"');
   });
 
   it('serves the unversioned path as version 1', async () => {
@@ -57,7 +57,7 @@ describe('GET /products', () => {
   it('links prev and last from the last page, without next', async () => {
     const response = await t.fetch('/v1/products?pageSize=10&page=3');
     assert.equal(response.headers.get('link'),
-      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", </v1/products?pageSize=10&page=3>; rel="last"');
+      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", </v1/products?pageSize=10&page=3>; rel="last", </v2/products>; rel="successor-version"');
   });
 
   it('answers a page past the last with 200 and empty data', async () => {

@@ -40,6 +40,6 @@ async function getProduct(ctx: RequestContext): Promise<Response> {
 }
 
 export const productRoutes: readonly RouteSpec[] = [
-  { method: 'GET', pattern: '/products', auth: 'public', handler: listProducts },
-  { method: 'GET', pattern: '/products/{id:int}', auth: 'public', handler: getProduct },
+  { method: 'GET', pattern: '/products', auth: 'public', cache: 'public', handler: listProducts },
+  { method: 'GET', pattern: '/products/{id:int}', auth: 'public', cache: 'public', handler: getProduct },
 ];

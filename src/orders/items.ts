@@ -28,4 +28,4 @@ async function listItems(ctx: RequestContext): Promise<Response> {
   return collectionResponse(ctx.url, rows.map((row) => orderItemRepresentation(row, ctx.version)), total, query);
 }
 
-export const orderItemRoutes: readonly RouteSpec[] = [{ method: 'GET', pattern: '/order-items', auth: 'orders:read', handler: listItems }];
+export const orderItemRoutes: readonly RouteSpec[] = [{ method: 'GET', pattern: '/order-items', auth: 'orders:read', cache: 'private', handler: listItems }];

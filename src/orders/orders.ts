@@ -12,7 +12,8 @@ import type { Param } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
-import { createOrder, deleteOrder, getOrder, ownerLimit, updateOrder, type OrderChanges } from './store.ts';
+import { createOrder, deleteOrder, getOrder, ownerLimit, updateOrder, type OrderChanges, type Precondition } from './store.ts';
+import { etagOf, matchHolds, parseTagList } from '../http/conditional.ts';
 
 const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 // numeric(12,2) holds at most 10 integer digits; more can never match a total.
@@ -108,9 +109,26 @@ async function create(ctx: RequestContext): Promise<Response> {
   return jsonResponse(orderRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
+/**
+ * The `If-Match` precondition of a write (SPEC §9), checked by the store on
+ * the locked row, so the check and the write are atomic: the tag is that of
+ * the order's representation in the request's version, as a GET would send.
+ */
+function ifMatch(ctx: RequestContext): Precondition | undefined {
+  const list = parseTagList(ctx.request.headers.get('if-match'));
+  if (list === null) return undefined;
+  if (list === undefined) throw new HttpError(400, 'invalid-header', { detail: 'If-Match must be * or a list of entity tags such as "abc".' });
+  return (row) => {
+    const current = etagOf(Buffer.from(JSON.stringify(orderRepresentation(row, ctx.version))));
+    if (!matchHolds(list, current)) {
+      throw new HttpError(412, 'precondition-failed', { detail: `The order has changed: its current entity tag is not in If-Match.` });
+    }
+  };
+}
+
 async function change(ctx: RequestContext, changes: OrderChanges): Promise<Response> {
   itemsOrThrow(changes.items);
-  const row = await updateOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), changes);
+  const row = await updateOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), changes, ifMatch(ctx));
   return jsonResponse(orderRepresentation(row, ctx.version));
 }
 
@@ -133,16 +151,16 @@ async function patch(ctx: RequestContext): Promise<Response> {
 }
 
 async function remove(ctx: RequestContext): Promise<Response> {
-  await deleteOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx));
+  await deleteOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), ifMatch(ctx));
   return new Response(null, { status: 204 });
 }
 
 export const orderRoutes: readonly RouteSpec[] = [
-  { method: 'GET', pattern: '/orders', auth: 'orders:read', handler: listAll },
+  { method: 'GET', pattern: '/orders', auth: 'orders:read', cache: 'private', handler: listAll },
   { method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create },
-  { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', handler: getOne },
+  { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne },
   { method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace },
   { method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch },
   { method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove },
-  { method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', handler: listOfUser },
+  { method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', cache: 'private', handler: listOfUser },
 ];

@@ -91,6 +91,12 @@ export async function createOrder(db: Database, customerId: number, items: reado
   });
 }
 
+/**
+ * A check of the locked order before a write (`If-Match`): throws to refuse.
+ * It runs inside the write's transaction, after the row lock.
+ */
+export type Precondition = (current: OrderRow) => void;
+
 export interface OrderChanges {
   readonly customerId?: number;
   readonly status?: Status;
@@ -116,11 +122,12 @@ function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean
  * the §3 transition, and editability are checked on the locked row. Setting
  * what the order already has changes nothing, not even `updatedAt`.
  */
-export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges): Promise<OrderRow> {
+export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<OrderRow> {
   return db.sql.begin(async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
     const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
+    precondition?.(current);
 
     const customerId = changes.customerId ?? locked.customer_id;
     const customerChanged = customerId !== locked.customer_id;
@@ -153,10 +160,11 @@ export async function updateOrder(db: Database, id: number, principal: Principal
 }
 
 /** Deletes order `id` (and its items), as `principal`. */
-export async function deleteOrder(db: Database, id: number, principal: Principal): Promise<void> {
+export async function deleteOrder(db: Database, id: number, principal: Principal, precondition?: Precondition): Promise<void> {
   await db.sql.begin(async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
+    if (precondition) precondition((await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow);
     await db.exec('DeleteOrder', [id], tx);
   });
 }

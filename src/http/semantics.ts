@@ -1,0 +1,92 @@
+/**
+ * The HTTP rules applied to every successful response in one place (SPEC §8,
+ * §9): the negotiated `Content-Type`, a strong `ETag` from the exact bytes,
+ * `Cache-Control` by route, `If-None-Match` answered with 304; and the
+ * deprecation fields of version 1. Routes cannot opt out: the pipeline calls
+ * this for all of them.
+ */
+import type { Config } from '../config.ts';
+import { etagOf, noneMatchHits, parseTagList } from './conditional.ts';
+import { JSON_TYPE } from './negotiation.ts';
+import { HttpError } from './problem.ts';
+
+/** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
+export type CachePolicy = 'private' | 'public' | 'no-store';
+
+export interface FinishOptions {
+  readonly cache: CachePolicy;
+  /** The negotiated media type, for JSON bodies; `undefined` outside the API versions. */
+  readonly contentType: string | undefined;
+  readonly cacheMaxAge: number;
+}
+
+/**
+ * RFC 9110 §15.4.5: a 304 carries the fields a 200 would have sent among
+ * Cache-Control, Content-Location, Date, ETag, Expires and Vary (Vary and the
+ * request id are added by the pipeline afterwards, as on every response).
+ */
+const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires'];
+
+export async function finish(request: Request, response: Response, options: FinishOptions): Promise<Response> {
+  const headers = new Headers(response.headers);
+  if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
+  const safe = request.method === 'GET' || request.method === 'HEAD';
+  if (response.body === null || (response.status !== 200 && response.status !== 201)) {
+    headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
+    return new Response(response.body, { status: response.status, headers });
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const etag = etagOf(bytes);
+  headers.set('etag', etag);
+  if (!safe) {
+    // A write's response is the new state, with the tag a later If-Match needs; never cached.
+    headers.set('cache-control', 'no-store');
+    return new Response(bytes, { status: response.status, headers });
+  }
+  headers.set('cache-control', cacheControl(options));
+  const condition = parseTagList(request.headers.get('if-none-match'));
+  if (condition === undefined) {
+    throw new HttpError(400, 'invalid-header', { detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".' });
+  }
+  if (condition !== null && noneMatchHits(condition, etag)) {
+    const kept = new Headers();
+    for (const name of KEPT_ON_304) {
+      const value = headers.get(name);
+      if (value !== null) kept.set(name, value);
+    }
+    return new Response(null, { status: 304, headers: kept });
+  }
+  return new Response(bytes, { status: response.status, headers });
+}
+
+function cacheControl(options: FinishOptions): string {
+  return options.cache === 'no-store' ? 'no-store' : `${options.cache}, max-age=${options.cacheMaxAge}`;
+}
+
+export interface VersionPolicy {
+  /** Adds `Deprecation`, `Sunset` and the successor link to a version 1 response. */
+  decorate(headers: Headers, path: string): void;
+  /** Throws 410 `version-sunset` once version 1 is past its sunset. */
+  refuseWhenSunset(path: string): void;
+}
+
+/** Version 1's dates (SPEC §8; RFC 9745, RFC 8594), read once. */
+export function versionPolicy(config: Pick<Config, 'v1DeprecatedAt' | 'v1SunsetAt'>, now: () => number = Date.now): VersionPolicy {
+  const deprecation = `@${Math.floor(config.v1DeprecatedAt.getTime() / 1000)}`;
+  const sunset = config.v1SunsetAt.toUTCString();
+  const successor = (path: string) => `/v2${path.startsWith('/v1/') ? path.slice(3) : path}`;
+  const link = (path: string) => `<${successor(path)}>; rel="successor-version"`;
+  return {
+    decorate(headers, path) {
+      headers.set('deprecation', deprecation);
+      headers.set('sunset', sunset);
+      headers.append('link', link(path));
+    },
+    refuseWhenSunset(path) {
+      if (now() < config.v1SunsetAt.getTime()) return;
+      throw new HttpError(410, 'version-sunset', {
+        detail: `Version 1 of this API was retired on ${sunset}; use version 2: ${successor(path)} (see docs/versioning.md).`,
+      });
+    },
+  };
+}
