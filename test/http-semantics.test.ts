@@ -181,6 +181,34 @@ describe('ETag and If-None-Match (SPEC §9)', () => {
   });
 });
 
+describe('every GET route, in both versions', () => {
+  const routes = (): [string, string][] => [
+    ['/orders', 'private, max-age=30'],
+    [`/orders/${orderId}`, 'private, max-age=30'],
+    [`/users/${alice.id}/orders`, 'private, max-age=30'],
+    [`/order-items?orderId=${orderId}`, 'private, max-age=30'],
+    ['/users', 'no-store'],
+    [`/users/${alice.id}`, 'no-store'],
+    ['/products', 'public, max-age=30'],
+    ['/products/1', 'public, max-age=30'],
+  ];
+  for (const version of ['v1', 'v2']) {
+    it(`${version}: ETag, Cache-Control, Vary, and 304 on its own tag`, async () => {
+      for (const [path, cacheControl] of routes()) {
+        const response = await get(`/${version}${path}`);
+        assert.equal(response.status, 200, path);
+        assert.equal(response.headers.get('cache-control'), cacheControl, path);
+        assert.match(response.headers.get('vary') ?? '', /^Accept/, path);
+        assert.equal(response.headers.get('deprecation') !== null, version === 'v1', path);
+        const etag = response.headers.get('etag') as string;
+        const revalidated = await get(`/${version}${path}`, { 'if-none-match': etag });
+        assert.equal(revalidated.status, 304, path);
+        assert.equal(revalidated.headers.get('cache-control'), cacheControl, path);
+      }
+    });
+  }
+});
+
 describe('If-Match on order writes (SPEC §9)', () => {
   const patch = (id: number, ifMatch: string, body = '{"items":[{"productId":1,"qty":4}]}', version = 'v1') =>
     t.fetch(`/${version}/orders/${id}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'if-match': ifMatch }, body });
