@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import CachePolicy from 'http-cache-semantics';
 import { bearer, startTestServer, type TestServer } from './support/server.ts';
+import { REAL_SERVER_URL } from './support/database.ts';
 
 const V1 = 'application/vnd.orders.v1+json';
 const V2 = 'application/vnd.orders.v2+json';
@@ -162,6 +163,20 @@ describe('ETag and If-None-Match (SPEC §9)', () => {
     assert.equal(after.headers.get('etag'), patched.headers.get('etag'));
   });
 
+  it('never answers 304 after another server process on the same database changed it', { skip: !REAL_SERVER_URL ? 'needs a real PostgreSQL server (the embedded one serves one process)' : false }, async () => {
+    const other = await startTestServer({}, t.database);
+    try {
+      const etag = (await get(`/v1/orders/${orderId}`)).headers.get('etag') as string;
+      const changed = await other.fetch(`/v1/orders/${orderId}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":5}]}' });
+      assert.equal(changed.status, 200);
+      const after = await get(`/v1/orders/${orderId}`, { 'if-none-match': etag });
+      assert.equal(after.status, 200);
+      assert.equal(after.headers.get('etag'), changed.headers.get('etag'));
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers a malformed If-None-Match with 400 invalid-header', async () => {
     const response = await get(`/v1/orders/${orderId}`, { 'if-none-match': 'not-a-tag' });
     assert.equal(response.status, 400);
@@ -277,7 +292,7 @@ describe('caching, as a real HTTP cache sees it (http-cache-semantics)', () => {
     assert.equal(shared.policy.storable(), false);
     const { policy, request } = await policyOf(`/v1/orders/${orderId}`, alice, false);
     assert.equal(policy.storable(), true);
-    assert.equal(policy.timeToLive(), 30_000);
+    assert.equal(policy.maxAge(), 30);
     const revalidation = policy.revalidationHeaders(request) as Record<string, string>;
     assert.ok(revalidation['if-none-match']);
     const again = await t.fetch(`/v1/orders/${orderId}`, { headers: revalidation });
@@ -305,7 +320,7 @@ describe('caching, as a real HTTP cache sees it (http-cache-semantics)', () => {
     const { policy, response } = await policyOf('/v1/products/1', undefined, true);
     assert.equal(response.headers.get('cache-control'), 'public, max-age=30');
     assert.equal(policy.storable(), true);
-    assert.equal(policy.timeToLive(), 30_000);
+    assert.equal(policy.maxAge(), 30);
   });
 
   it('never stores an error', async () => {
