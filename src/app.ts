@@ -19,12 +19,22 @@ import { errorFields, type Logger } from './log.ts';
 import { negotiate, type Version } from './http/negotiation.ts';
 import { createRateLimiter, rateLimitField, type RateDecision } from './http/rate-limit.ts';
 import { finish, versionPolicy, type CachePolicy } from './http/semantics.ts';
+import { fingerprint, parseIdempotencyKey } from './http/idempotency-key.ts';
+import { runIdempotent } from './idempotency.ts';
+import type { Queryable } from './db/database.ts';
 
 export interface Services {
   readonly config: Config;
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
+  /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
+  readonly hooks?: TestHooks;
+}
+
+export interface TestHooks {
+  /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
+  afterPaymentInsert?(): Promise<void>;
 }
 
 export interface RequestContext {
@@ -39,6 +49,12 @@ export interface RequestContext {
   /** Set on every route that needs a scope; `undefined` on public routes. */
   readonly principal: Principal | undefined;
   readonly services: Services;
+  /**
+   * The transaction a write must run in when the request carries an
+   * Idempotency-Key (so its effect commits with the stored result);
+   * `undefined` otherwise. Pass it to `inTransaction()`.
+   */
+  readonly tx: Queryable | undefined;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<Response>;
@@ -53,6 +69,8 @@ export interface RouteSpec {
   readonly versioned?: boolean;
   /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
   readonly cache?: CachePolicy;
+  /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
+  readonly idempotency?: 'optional' | 'required';
 }
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
@@ -143,7 +161,22 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
         rate = limiter.consume(`address:${client.remoteAddress}`);
         if (!rate.allowed) throw rateLimited(rate);
       }
-      return route.handler({ request, url, params: match.params, version: version ?? 1, requestId, body, principal, services });
+      const ctx: RequestContext = { request, url, params: match.params, version: version ?? 1, requestId, body, principal, services, tx: undefined };
+      const finishing = (response: Response) => finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
+      const handler = route.handler;
+      if (request.method === 'POST' && principal !== undefined) {
+        const parsed = parseIdempotencyKey(request.headers.get('idempotency-key'));
+        if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
+        if (parsed.key === undefined) {
+          if (route.idempotency === 'required') {
+            throw new HttpError(400, 'idempotency-key-missing', { detail: `${request.method} ${url.pathname} needs an Idempotency-Key header.` });
+          }
+        } else {
+          const idempotent = { principal, key: parsed.key, fingerprint: fingerprint(request.method, url.pathname, body), instance: url.pathname, requestId };
+          return runIdempotent(services.db, idempotent, (tx) => handler({ ...ctx, tx }), finishing);
+        }
+      }
+      return handler(ctx);
     }
 
     function toHttpError(error: unknown): HttpError {

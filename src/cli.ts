@@ -23,6 +23,7 @@ export const USAGE = `usage: orders <command> [options]
   token create --user ID --scopes a,b,c [--ttl 30d]   print a new token (shown once)
   token list --user ID                                the user's tokens (never the secret)
   token revoke --id TOKEN_ID
+  idempotency purge                                   delete idempotency keys older than 24 hours
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
 Scopes: ${SCOPES.join(', ')}. TTL units: s, m, h, d.`;
@@ -122,6 +123,12 @@ function commandOf(argv: readonly string[]): Command {
       return async (db, io) => {
         if ((await db.one('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
         io.out(`${JSON.stringify(await listTokens(db, userId))}\n`);
+      };
+    }
+    case 'idempotency purge': {
+      options(rest, {});
+      return async (db, io) => {
+        io.out(`${await db.exec('PurgeIdempotencyKeys')}\n`);
       };
     }
     case 'token revoke': {

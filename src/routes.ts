@@ -4,6 +4,7 @@ import { productRoutes } from './catalog/products.ts';
 import { healthRoutes } from './health.ts';
 import { orderItemRoutes } from './orders/items.ts';
 import { orderRoutes } from './orders/orders.ts';
+import { paymentRoutes } from './payments/payments.ts';
 import { userRoutes } from './users/users.ts';
 
-export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes];
+export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes];

@@ -4,7 +4,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp, BODY_TIMEOUT_MS } from './app.ts';
+import { createApp, BODY_TIMEOUT_MS, type TestHooks } from './app.ts';
 import { createAuthenticator } from './auth/authenticator.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
@@ -18,6 +18,8 @@ export interface StartOptions {
   readonly log?: Logger;
   /** Called with the demo tokens when this start created the embedded database. */
   readonly onDemoTokens?: (tokens: DemoTokens) => void;
+  /** Fault injection for tests only (see `TestHooks`). */
+  readonly hooks?: TestHooks;
 }
 
 export interface RunningServer {
@@ -36,6 +38,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
   let server: Server | undefined;
+  let purgeTimer: NodeJS.Timeout | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info('migrations applied', { migrations: applied });
@@ -44,9 +47,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const tokens = await createDemoTokens(db);
       options.onDemoTokens?.(tokens);
     }
-    const app = createApp({ config, db, log, authenticator: createAuthenticator(db) }, routes);
+    const app = createApp({ config, db, log, authenticator: createAuthenticator(db), ...(options.hooks ? { hooks: options.hooks } : {}) }, routes);
     server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
     await listen(server, config.port, config.host);
+    purgeTimer = schedulePurge(db, log);
   } catch (error) {
     server?.close();
     await db.close(0);
@@ -61,10 +65,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     port,
     db,
     close(graceMs = SHUTDOWN_GRACE_MS) {
+      clearInterval(purgeTimer);
       closing ??= shutdown(running, db, graceMs);
       return closing;
     },
   };
+}
+
+/** How often the running server deletes idempotency keys older than 24 hours (SPEC §7). */
+export const PURGE_INTERVAL_MS = 60 * 60 * 1000;
+
+function schedulePurge(db: Database, log: Logger): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    db.exec('PurgeIdempotencyKeys').then(
+      (count) => log.info('idempotency keys purged', { count }),
+      (error: unknown) => log.warn('idempotency key purge failed', { error: String(error) }),
+    );
+  }, PURGE_INTERVAL_MS);
+  timer.unref();
+  return timer;
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -112,3 +112,12 @@ function fill(statement: Statement, fragments: Readonly<Record<string, string>>)
     return fragment;
   });
 }
+
+/**
+ * Runs `fn` in the transaction `on` when the caller is already in one (an
+ * idempotent request's savepoint), else in a new transaction of the pool.
+ */
+export async function inTransaction<T>(db: Database, on: Queryable | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  if (on !== undefined) return fn(on);
+  return db.sql.begin((tx) => fn(tx as unknown as Queryable)) as Promise<T>;
+}

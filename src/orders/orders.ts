@@ -105,7 +105,7 @@ async function create(ctx: RequestContext): Promise<Response> {
     }
     customerId = principal.userId;
   }
-  const row = await createOrder(ctx.services.db, customerId, body.items, principal.role === 'admin');
+  const row = await createOrder(ctx.services.db, customerId, body.items, principal.role === 'admin', ctx.tx);
   return jsonResponse(orderRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 

@@ -6,7 +6,7 @@
  * `sql/queries/orders.sql`.
  */
 import type { Principal } from '../auth/authenticator.ts';
-import type { Database, Queryable } from '../db/database.ts';
+import { inTransaction, type Database, type Queryable } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
 import { HttpError, type ProblemError } from '../http/problem.ts';
 import type { OrderRow } from './representation.ts';
@@ -80,8 +80,8 @@ async function guardTotal<T>(write: () => Promise<T>): Promise<T> {
 }
 
 /** Creates a pending order for `customerId` with `items` priced from the catalog now. */
-export async function createOrder(db: Database, customerId: number, items: readonly Item[], checkCustomer: boolean): Promise<OrderRow> {
-  return db.sql.begin(async (tx) => {
+export async function createOrder(db: Database, customerId: number, items: readonly Item[], checkCustomer: boolean, on?: Queryable): Promise<OrderRow> {
+  return inTransaction(db, on, async (tx) => {
     if (checkCustomer) await requireUser(db, customerId, tx);
     const currency = await currencyOf(db, items, tx);
     const created = await guardTotal(() =>
@@ -165,6 +165,9 @@ export async function deleteOrder(db: Database, id: number, principal: Principal
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
     if (precondition) precondition((await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow);
+    if ((await db.one<{ has: boolean }>('OrderHasPayments', [id], tx))?.has) {
+      throw new HttpError(409, 'order-has-payments', { detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.` });
+    }
     await db.exec('DeleteOrder', [id], tx);
   });
 }

@@ -1,6 +1,6 @@
 /** Creating users, shared by `POST /users` and the command-line tool. */
 import * as v from 'valibot';
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { UNIQUE_VIOLATION } from '../db/errors.ts';
 import type { UserRow } from './users.ts';
 
@@ -17,9 +17,9 @@ export class UserExistsError extends Error {
 }
 
 /** Inserts `user`; throws `UserExistsError` when the e-mail address is taken (whatever its case). */
-export async function createUser(db: Database, user: NewUser): Promise<UserRow> {
+export async function createUser(db: Database, user: NewUser, on?: Queryable): Promise<UserRow> {
   try {
-    return (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role])) as UserRow;
+    return (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role], on)) as UserRow;
   } catch (error) {
     if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) {
       throw new UserExistsError(`a user with the e-mail address ${user.email} exists already`);

@@ -53,7 +53,7 @@ async function create(ctx: RequestContext): Promise<Response> {
   const body = validate(NewUserSchema, parseJson(ctx.body));
   let row: UserRow;
   try {
-    row = await createUser(ctx.services.db, body);
+    row = await createUser(ctx.services.db, body, ctx.tx);
   } catch (error) {
     if (error instanceof UserExistsError) throw validationError([{ pointer: '/email', detail: 'is already the address of another user' }]);
     throw error;

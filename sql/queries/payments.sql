@@ -1,0 +1,50 @@
+-- Payments (SPEC §4). A payment and the order's move to paid commit in one transaction.
+
+-- name: LockOrderForPayment :one
+-- The order to pay, locked until the transaction ends. $1: order id; $2: the
+-- owning customer a customer is limited to, or NULL (an admin).
+SELECT id, status, currency, total::text AS total
+FROM orders
+WHERE id = $1
+  AND ($2::bigint IS NULL OR customer_id = $2)
+FOR UPDATE;
+
+-- name: AmountEqualsTotal :one
+-- Exact decimal comparison, never floating point. $1: amount as text, $2: total as text.
+SELECT $1::numeric = $2::numeric AS equal;
+
+-- name: InsertPayment :one
+INSERT INTO payments (order_id, amount, currency)
+VALUES ($1, $2::numeric, $3)
+RETURNING id, order_id, amount::text AS amount, currency, status, created_at;
+
+-- name: MarkOrderPaid :exec
+UPDATE orders SET status = 'paid' WHERE id = $1 AND status = 'pending';
+
+-- name: GetPayment :one
+-- $2: the owning customer a customer is limited to, or NULL.
+SELECT p.id, p.order_id, p.amount::text AS amount, p.currency, p.status, p.created_at
+FROM payments p
+JOIN orders o ON o.id = p.order_id
+WHERE p.id = $1
+  AND ($2::bigint IS NULL OR o.customer_id = $2);
+
+-- name: ListPayments :many
+-- {{where}}: fixed fragments from src/payments/payments.ts; {{orderBy}}: the
+-- fixed sort-key map; {{limit}}, {{offset}}: the parameter numbers after the filters'.
+SELECT p.id, p.order_id, p.amount::text AS amount, p.currency, p.status, p.created_at,
+       count(*) OVER () AS total_count
+FROM payments p
+JOIN orders o ON o.id = p.order_id
+WHERE {{where}}
+ORDER BY {{orderBy}}
+LIMIT {{limit}} OFFSET {{offset}};
+
+-- name: CountPayments :one
+SELECT count(*) AS total_count
+FROM payments p
+JOIN orders o ON o.id = p.order_id
+WHERE {{where}};
+
+-- name: OrderHasPayments :one
+SELECT EXISTS (SELECT 1 FROM payments WHERE order_id = $1) AS has;

@@ -1,0 +1,68 @@
+/**
+ * The pure rules of idempotency keys (SPEC §7;
+ * draft-ietf-httpapi-idempotency-key-header): the key's syntax, the request
+ * fingerprint, and which results are stored.
+ */
+import { createHash } from 'node:crypto';
+
+export const MAX_KEY_LENGTH = 255;
+// Visible ASCII (%x21-7E), 1–255 of them.
+const BARE_KEY = /^[\x21-\x7e]{1,255}$/;
+// RFC 8941 §3.3.3 sf-string: printable ASCII with \" and \\ escapes.
+const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
+
+export type KeyParse = { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly detail: string };
+
+/**
+ * Reads an `Idempotency-Key` value (as `headers.get()` returns it): a bare
+ * key of 1–255 visible ASCII characters, or a structured-field string whose
+ * content is that.
+ *
+ * @example
+ * parseIdempotencyKey('"abc"') // { ok: true, key: 'abc' }
+ * parseIdempotencyKey(null)    // { ok: true, key: undefined }
+ */
+export function parseIdempotencyKey(value: string | null): KeyParse {
+  if (value === null) return { ok: true, key: undefined };
+  const quoted = SF_STRING.exec(value);
+  const key = quoted ? (quoted[1] as string).replace(/\\(["\\])/g, '$1') : value;
+  if (key.length >= 1 && key.length <= MAX_KEY_LENGTH && (quoted ? /^[\x20-\x7e]+$/.test(key) : BARE_KEY.test(key))) return { ok: true, key };
+  return { ok: false, detail: `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters, bare or as a quoted string.` };
+}
+
+/** JSON with object keys sorted at every depth, so that equal bodies serialize equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The request's fingerprint: method, path with its version, and the body
+ * parsed and re-serialized with sorted keys (a body that is not JSON counts
+ * by its bytes).
+ */
+export function fingerprint(method: string, path: string, body: Uint8Array): string {
+  let canonical: string;
+  try {
+    canonical = canonicalJson(JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)));
+  } catch {
+    canonical = `raw:${Buffer.from(body).toString('base64')}`;
+  }
+  return createHash('sha256').update(`${method} ${path}\n${canonical}`).digest('base64url');
+}
+
+/**
+ * SPEC §7: the results of requests that executed are stored (2xx, and the
+ * 409 and 422 of the business rules); requests refused before executing
+ * (400, 401, 403, 404, 413, 415, 429) and 5xx are not, so a retry runs anew.
+ */
+export function isStored(status: number): boolean {
+  return (status >= 200 && status < 300) || status === 409 || status === 422;
+}
+
+/** The response fields stored with a result and replayed with it. */
+export const STORED_HEADERS = ['content-type', 'location', 'etag'] as const;

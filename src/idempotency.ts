@@ -1,0 +1,83 @@
+/**
+ * Idempotency keys (SPEC §7), one module and one SQL store for every POST.
+ *
+ * The request runs in one transaction that first takes a transaction-level
+ * advisory lock on (user, key): a second request finding it taken is running
+ * alongside the first and gets 409 `idempotency-key-in-use`. Holding the
+ * lock, it reads the stored result: the same fingerprint is replayed byte for
+ * byte, another is 422 `idempotency-key-mismatch`. Otherwise the handler runs
+ * in a savepoint of that transaction and its result is stored in it, so the
+ * effect and the stored result commit together or not at all.
+ */
+import type { Principal } from './auth/authenticator.ts';
+import type { Database, Queryable } from './db/database.ts';
+import { HttpError, problemResponse } from './http/problem.ts';
+import { isStored, STORED_HEADERS } from './http/idempotency-key.ts';
+
+export interface IdempotentRequest {
+  readonly principal: Principal;
+  readonly key: string;
+  readonly fingerprint: string;
+  /** For a problem response built here: the path and the request id. */
+  readonly instance: string;
+  readonly requestId: string;
+}
+
+interface StoredRow {
+  fingerprint: string;
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/**
+ * Runs `handler` once per (user, key). `finish` turns the handler's response
+ * into the bytes and headers the client receives (ETag, media type), which
+ * are what is stored and replayed.
+ */
+export async function runIdempotent(
+  db: Database,
+  request: IdempotentRequest,
+  handler: (tx: Queryable) => Promise<Response>,
+  finish: (response: Response) => Promise<Response>,
+): Promise<Response> {
+  const { principal, key } = request;
+  return db.sql.begin(async (tx) => {
+    const lock = await db.one<{ locked: boolean }>('LockIdempotencyKey', [principal.userId, key], tx);
+    if (!lock?.locked) {
+      throw new HttpError(409, 'idempotency-key-in-use', {
+        detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
+        headers: { 'retry-after': '1' },
+      });
+    }
+    const stored = await db.one<StoredRow>('FindIdempotencyKey', [principal.userId, key], tx);
+    if (stored !== undefined) {
+      if (stored.fingerprint !== request.fingerprint) {
+        throw new HttpError(422, 'idempotency-key-mismatch', {
+          detail: 'This Idempotency-Key was used with another method, path or body; use a new key for a new request.',
+        });
+      }
+      return new Response(new Uint8Array(stored.body), { status: stored.status, headers: { ...stored.headers, [REPLAYED_HEADER]: 'true' } });
+    }
+    let response: Response;
+    try {
+      response = await tx.savepoint((sp) => handler(sp as unknown as Queryable));
+    } catch (error) {
+      // A business-rule refusal (409, 422) is a result too; its partial effects are rolled back with the savepoint.
+      if (!(error instanceof HttpError) || !isStored(error.status)) throw error;
+      response = problemResponse(error, request.instance, request.requestId);
+    }
+    if (response.status < 300) response = await finish(response);
+    if (!isStored(response.status)) return response;
+    const body = Buffer.from(await response.arrayBuffer());
+    const headers: Record<string, string> = {};
+    for (const name of STORED_HEADERS) {
+      const value = response.headers.get(name);
+      if (value !== null) headers[name] = value;
+    }
+    await db.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body], tx);
+    return new Response(body, { status: response.status, headers: response.headers });
+  });
+}
