@@ -17,7 +17,7 @@ WHERE user_id = $1 AND key = $2
 -- Stores a result in the transaction of its effect. An expired row for the
 -- same key (not yet purged) is replaced.
 INSERT INTO idempotency_keys (user_id, key, fingerprint, status, headers, body)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6)
+VALUES ($1, $2, $3, $4, $5::text::jsonb, $6)
 ON CONFLICT (user_id, key) DO UPDATE
 SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
     body = excluded.body, created_at = now()

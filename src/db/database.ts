@@ -64,7 +64,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let sql: Sql;
   if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
     embedded = await openEmbedded(options.databaseUrl === 'memory:' ? undefined : options.dataDir, options.poolMax);
-    sql = postgres({ ...common, path: embedded.socketPath, username: 'postgres', database: 'postgres' }) as unknown as Sql;
+    // One connection: PGlite has a single backend, so the unnamed portals and
+    // statements of concurrent connections would clobber one another
+    // (SQLSTATE 34000 "portal does not exist"). The pool queues instead.
+    sql = postgres({ ...common, max: 1, path: embedded.socketPath, username: 'postgres', database: 'postgres' }) as unknown as Sql;
   } else {
     sql = postgres(options.databaseUrl, common) as unknown as Sql;
   }

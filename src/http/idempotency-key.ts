@@ -25,10 +25,14 @@ export type KeyParse = { readonly ok: true; readonly key: string | undefined } |
 export function parseIdempotencyKey(value: string | null): KeyParse {
   if (value === null) return { ok: true, key: undefined };
   const quoted = SF_STRING.exec(value);
+  // A value that opens a quote must be a whole structured-field string.
+  if (quoted === null && value.startsWith('"')) return { ok: false, detail: INVALID };
   const key = quoted ? (quoted[1] as string).replace(/\\(["\\])/g, '$1') : value;
   if (key.length >= 1 && key.length <= MAX_KEY_LENGTH && (quoted ? /^[\x20-\x7e]+$/.test(key) : BARE_KEY.test(key))) return { ok: true, key };
-  return { ok: false, detail: `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters, bare or as a quoted string.` };
+  return { ok: false, detail: INVALID };
 }
+
+const INVALID = `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters, bare or as a quoted string.`;
 
 /** JSON with object keys sorted at every depth, so that equal bodies serialize equally. */
 export function canonicalJson(value: unknown): string {
