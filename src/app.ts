@@ -13,7 +13,9 @@ import type { Database } from './db/database.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { readBody } from './http/body.ts';
 import type { ClientInfo } from './http/node-adapter.ts';
-import { HttpError, internalError, problemResponse, unavailableError } from './http/problem.ts';
+import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
+import type { ListSpec } from './http/list-query.ts';
+import type { SchemaName } from './openapi/schemas.ts';
 import { createRouter, type Method, type Params, type Route } from './http/router.ts';
 import { errorFields, type Logger } from './log.ts';
 import { negotiate, type Version } from './http/negotiation.ts';
@@ -71,6 +73,28 @@ export interface RouteSpec {
   readonly cache?: CachePolicy;
   /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
+  /** What the OpenAPI document says of this route (src/openapi/document.ts). */
+  readonly doc: RouteDoc;
+}
+
+/** A schema of `src/openapi/schemas.ts` by name, the same for both versions or one per version. */
+export type VersionedSchema = SchemaName | { readonly v1: SchemaName; readonly v2: SchemaName };
+
+export interface RouteDoc {
+  readonly summary: string;
+  readonly description?: string;
+  /** The success status and its body. */
+  readonly success: { readonly status: 200 | 201 | 204; readonly schema?: VersionedSchema };
+  /** The request body (JSON). */
+  readonly body?: VersionedSchema;
+  /** A collection's query rules: page, pageSize, sort and the filters, each filter documented in `query`. */
+  readonly list?: ListSpec<string, Record<string, unknown>>;
+  /** Query parameters (the filters of `list`), as JSON Schemas. */
+  readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Readonly<Record<string, unknown>> }>>;
+  /** Takes `If-Match` (SPEC §9). */
+  readonly ifMatch?: boolean;
+  /** The refusals of this route's own rules, beyond those every route of its kind has. */
+  readonly problems?: readonly (readonly [number, ProblemSlug])[];
 }
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;

@@ -9,6 +9,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/healthz',
     auth: 'public',
     versioned: false,
+    doc: { summary: 'Liveness: 200 while the process runs', success: { status: 200, schema: 'Health' } },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
   },
   {
@@ -16,6 +17,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/readyz',
     auth: 'public',
     versioned: false,
+    doc: { summary: 'Readiness: 200 when the database answers, else 503', success: { status: 200, schema: 'Ready' } },
     handler: async (ctx) => {
       try {
         await ctx.services.db.one('Ping');

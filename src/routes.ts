@@ -2,9 +2,12 @@
 import type { RouteSpec } from './app.ts';
 import { productRoutes } from './catalog/products.ts';
 import { healthRoutes } from './health.ts';
+import { openApiRoute } from './openapi/route.ts';
 import { orderItemRoutes } from './orders/items.ts';
 import { orderRoutes } from './orders/orders.ts';
 import { paymentRoutes } from './payments/payments.ts';
 import { userRoutes } from './users/users.ts';
 
-export const routes: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes];
+const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes];
+
+export const routes: readonly RouteSpec[] = [...api, openApiRoute(api)];

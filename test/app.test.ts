@@ -26,15 +26,16 @@ const services: Services = {
   authenticator,
 };
 
+const doc = { summary: 'test route', success: { status: 200 } } as const;
 const routes: RouteSpec[] = [
-  { method: 'GET', pattern: '/boom', auth: 'public', handler: async () => { throw new Error('secret SQL: SELECT * FROM users'); } },
-  { method: 'GET', pattern: '/db-down', auth: 'public', handler: async () => { throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); } },
-  { method: 'GET', pattern: '/db-shutdown', auth: 'public', handler: async () => { throw Object.assign(new Error('terminating connection'), { code: '57P01' }); } },
-  { method: 'GET', pattern: '/unique', auth: 'public', handler: async () => { throw Object.assign(new Error('duplicate key'), { code: '23505' }); } },
-  { method: 'GET', pattern: '/thrown-string', auth: 'public', handler: async () => { throw 'a string'; } },
-  { method: 'GET', pattern: '/mine', auth: 'orders:read', handler: async (ctx) => Response.json({ user: ctx.principal?.userId, version: ctx.version }) },
-  { method: 'GET', pattern: '/admin', auth: 'users:write', handler: async () => new Response('never') },
-  { method: 'POST', pattern: '/echo', auth: 'public', handler: async (ctx) => new Response(ctx.body) },
+  { method: 'GET', pattern: '/boom', auth: 'public', doc, handler: async () => { throw new Error('secret SQL: SELECT * FROM users'); } },
+  { method: 'GET', pattern: '/db-down', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); } },
+  { method: 'GET', pattern: '/db-shutdown', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('terminating connection'), { code: '57P01' }); } },
+  { method: 'GET', pattern: '/unique', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('duplicate key'), { code: '23505' }); } },
+  { method: 'GET', pattern: '/thrown-string', auth: 'public', doc, handler: async () => { throw 'a string'; } },
+  { method: 'GET', pattern: '/mine', auth: 'orders:read', doc, handler: async (ctx) => Response.json({ user: ctx.principal?.userId, version: ctx.version }) },
+  { method: 'GET', pattern: '/admin', auth: 'users:write', doc, handler: async () => new Response('never') },
+  { method: 'POST', pattern: '/echo', auth: 'public', doc, handler: async (ctx) => new Response(ctx.body) },
 ];
 const app = createApp(services, routes);
 const call = (path: string, init?: RequestInit) => app(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' });

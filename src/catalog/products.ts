@@ -40,6 +40,12 @@ async function getProduct(ctx: RequestContext): Promise<Response> {
 }
 
 export const productRoutes: readonly RouteSpec[] = [
-  { method: 'GET', pattern: '/products', auth: 'public', cache: 'public', handler: listProducts },
-  { method: 'GET', pattern: '/products/{id:int}', auth: 'public', cache: 'public', handler: getProduct },
+  {
+    method: 'GET', pattern: '/products', auth: 'public', cache: 'public', handler: listProducts,
+    doc: { summary: 'List the product catalog', success: { status: 200, schema: { v1: 'ProductPageV1', v2: 'ProductPageV2' } }, list: LIST },
+  },
+  {
+    method: 'GET', pattern: '/products/{id:int}', auth: 'public', cache: 'public', handler: getProduct,
+    doc: { summary: 'Get a product', success: { status: 200, schema: { v1: 'ProductV1', v2: 'ProductV2' } } },
+  },
 ];

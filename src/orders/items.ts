@@ -6,7 +6,7 @@
 import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import { collectionResponse, fetchPage, invalidQuery, listQueryOf } from '../http/collection.ts';
 import { orderBy, where, type Condition, type ListSpec } from '../http/list-query.ts';
-import { positiveId } from './orders.ts';
+import { ID_SCHEMA, positiveId } from './orders.ts';
 import { orderItemRepresentation, type ItemRow } from './representation.ts';
 import { ownerLimit } from './store.ts';
 
@@ -28,4 +28,15 @@ async function listItems(ctx: RequestContext): Promise<Response> {
   return collectionResponse(ctx.url, rows.map((row) => orderItemRepresentation(row, ctx.version)), total, query);
 }
 
-export const orderItemRoutes: readonly RouteSpec[] = [{ method: 'GET', pattern: '/order-items', auth: 'orders:read', cache: 'private', handler: listItems }];
+export const orderItemRoutes: readonly RouteSpec[] = [
+  {
+    method: 'GET', pattern: '/order-items', auth: 'orders:read', cache: 'private', handler: listItems,
+    doc: {
+      summary: 'List order items',
+      description: 'A customer must give orderId and sees only the items of their own orders.',
+      success: { status: 200, schema: { v1: 'OrderItemPageV1', v2: 'OrderItemPageV2' } },
+      list: LIST,
+      query: { orderId: { description: 'only the items of this order (required for customers)', schema: ID_SCHEMA } },
+    },
+  },
+];

@@ -155,12 +155,48 @@ async function remove(ctx: RequestContext): Promise<Response> {
   return new Response(null, { status: 204 });
 }
 
+/** The JSON Schema of an id in a query string. */
+export const ID_SCHEMA = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
+
+const ORDER_QUERY = {
+  status: { description: 'only orders with this status', schema: { type: 'string', enum: [...STATUSES] } },
+  customerId: { description: "only this customer's orders", schema: ID_SCHEMA },
+  minTotal: { description: 'only orders whose total is at least this (up to 10 digits and 2 decimals)', schema: { type: 'string', pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' } },
+};
+const ORDER = { v1: 'OrderV1', v2: 'OrderV2' } as const;
+const WRITE_PROBLEMS = [[409, 'invalid-transition'], [409, 'order-not-editable'], [412, 'precondition-failed'], [422, 'validation']] as const;
+
 export const orderRoutes: readonly RouteSpec[] = [
-  { method: 'GET', pattern: '/orders', auth: 'orders:read', cache: 'private', handler: listAll },
-  { method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create },
-  { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne },
-  { method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace },
-  { method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch },
-  { method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove },
-  { method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', cache: 'private', handler: listOfUser },
+  {
+    method: 'GET', pattern: '/orders', auth: 'orders:read', cache: 'private', handler: listAll,
+    doc: { summary: 'List orders', description: 'A customer sees only their own orders.', success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY },
+  },
+  {
+    method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create,
+    doc: {
+      summary: 'Create a pending order',
+      description: 'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from the catalog.',
+      success: { status: 201, schema: ORDER }, body: 'CreateOrder', problems: [[422, 'validation']],
+    },
+  },
+  {
+    method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne,
+    doc: { summary: 'Get an order with its items', success: { status: 200, schema: ORDER } },
+  },
+  {
+    method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace,
+    doc: { summary: 'Replace the writable members of an order', success: { status: 200, schema: ORDER }, body: 'ReplaceOrder', ifMatch: true, problems: WRITE_PROBLEMS },
+  },
+  {
+    method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch,
+    doc: { summary: 'Change an order (JSON Merge Patch)', success: { status: 200, schema: ORDER }, body: 'PatchOrder', ifMatch: true, problems: WRITE_PROBLEMS },
+  },
+  {
+    method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove,
+    doc: { summary: 'Delete an order without payments', success: { status: 204 }, ifMatch: true, problems: [[409, 'order-has-payments'], [412, 'precondition-failed']] },
+  },
+  {
+    method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', cache: 'private', handler: listOfUser,
+    doc: { summary: "List one user's orders", success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY },
+  },
 ];

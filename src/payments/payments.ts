@@ -12,7 +12,7 @@ import { checkJsonContentType, parseJson, validate, validationError } from '../h
 import { jsonResponse } from '../http/json.ts';
 import { orderBy, where, type Condition, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import { positiveId } from '../orders/orders.ts';
+import { ID_SCHEMA, positiveId } from '../orders/orders.ts';
 import { ownerLimit } from '../orders/store.ts';
 
 export interface PaymentRow {
@@ -37,13 +37,13 @@ const currency = v.pipe(v.string('must be an ISO 4217 code such as EUR'), v.rege
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
 
 /** v1: `{"orderId", "amount": number, "currency"}`. */
-const PaymentV1 = v.strictObject({
+export const PaymentV1Schema = v.strictObject({
   orderId,
   amount: v.pipe(v.number('must be a number'), v.finite('must be a number'), v.minValue(0, 'must not be negative')),
   currency,
 });
 /** v2: `{"orderId", "amount": {"amount": "59.90", "currency": "EUR"}}`. */
-const PaymentV2 = v.strictObject({
+export const PaymentV2Schema = v.strictObject({
   orderId,
   amount: v.strictObject({
     amount: v.pipe(v.string('must be a decimal string such as "59.90"'), v.regex(DECIMAL, 'must be a decimal string such as "59.90"')),
@@ -64,11 +64,11 @@ function input(ctx: RequestContext): PaymentInput {
   checkJsonContentType(ctx.request.headers.get('content-type'));
   const document = parseJson(ctx.body);
   if (ctx.version === 1) {
-    const body = validate(PaymentV1, document);
+    const body = validate(PaymentV1Schema, document);
     // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be "0.30000000000000004" and never equal a total.
     return { orderId: body.orderId, amount: String(body.amount), currency: body.currency, pointers: { amount: '/amount', currency: '/currency' } };
   }
-  const body = validate(PaymentV2, document);
+  const body = validate(PaymentV2Schema, document);
   return { orderId: body.orderId, amount: body.amount.amount, currency: body.amount.currency, pointers: { amount: '/amount/amount', currency: '/amount/currency' } };
 }
 
@@ -121,7 +121,26 @@ async function list(ctx: RequestContext): Promise<Response> {
 }
 
 export const paymentRoutes: readonly RouteSpec[] = [
-  { method: 'POST', pattern: '/payments', auth: 'payments:write', idempotency: 'required', handler: create },
-  { method: 'GET', pattern: '/payments', auth: 'payments:read', handler: list },
-  { method: 'GET', pattern: '/payments/{id:int}', auth: 'payments:read', handler: getOne },
+  {
+    method: 'POST', pattern: '/payments', auth: 'payments:write', idempotency: 'required', handler: create,
+    doc: {
+      summary: 'Pay a pending order',
+      description: 'The amount must equal the order total and the currency match. The payment and the order\'s move to paid commit together.',
+      success: { status: 201, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } },
+      body: { v1: 'NewPaymentV1', v2: 'NewPaymentV2' },
+      problems: [[409, 'order-not-payable'], [422, 'validation']],
+    },
+  },
+  {
+    method: 'GET', pattern: '/payments', auth: 'payments:read', handler: list,
+    doc: {
+      summary: 'List payments', description: 'A customer must give orderId.',
+      success: { status: 200, schema: { v1: 'PaymentPageV1', v2: 'PaymentPageV2' } },
+      list: LIST, query: { orderId: { description: 'only the payments of this order (required for customers)', schema: ID_SCHEMA } },
+    },
+  },
+  {
+    method: 'GET', pattern: '/payments/{id:int}', auth: 'payments:read', handler: getOne,
+    doc: { summary: 'Get a payment', success: { status: 200, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } } },
+  },
 ];

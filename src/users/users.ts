@@ -62,7 +62,16 @@ async function create(ctx: RequestContext): Promise<Response> {
 }
 
 export const userRoutes: readonly RouteSpec[] = [
-  { method: 'POST', pattern: '/users', auth: 'users:write', handler: create },
-  { method: 'GET', pattern: '/users', auth: 'users:read', handler: listUsers },
-  { method: 'GET', pattern: '/users/{id:int}', auth: 'users:read', handler: getUser },
+  {
+    method: 'POST', pattern: '/users', auth: 'users:write', handler: create,
+    doc: { summary: 'Create a user (admin)', success: { status: 201, schema: 'User' }, body: 'NewUser', problems: [[422, 'validation']] },
+  },
+  {
+    method: 'GET', pattern: '/users', auth: 'users:read', handler: listUsers,
+    doc: { summary: 'List users', description: 'A customer sees only their own record.', success: { status: 200, schema: 'UserPage' }, list: LIST },
+  },
+  {
+    method: 'GET', pattern: '/users/{id:int}', auth: 'users:read', handler: getUser,
+    doc: { summary: 'Get a user', success: { status: 200, schema: 'User' } },
+  },
 ];

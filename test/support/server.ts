@@ -13,6 +13,11 @@ import type { TestHooks } from '../../src/app.ts';
 import { createUser } from '../../src/users/user-store.ts';
 import { seed } from '../../src/db/seed.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { createContract } from './contract.ts';
+import { AssertionError } from 'node:assert';
+
+/** One contract for every server of a test file: the document is the same. */
+export const contract = createContract();
 
 export interface TestServer {
   readonly server: RunningServer;
@@ -44,7 +49,13 @@ export async function startTestServer(env: Record<string, string> = {}, database
     database: db,
     url: server.url,
     logs,
-    fetch: (path, init) => fetch(server.url + path, init),
+    async fetch(path, init) {
+      const response = await fetch(server.url + path, init);
+      const body = await response.clone().text();
+      const violations = contract.check(init?.method ?? 'GET', server.url + path, response, body);
+      if (violations.length > 0) throw new AssertionError({ message: `the response disagrees with the OpenAPI document:\n${violations.join('\n')}` });
+      return response;
+    },
     async user(role, scopes = SCOPES) {
       counter += 1;
       const row = await createUser(server.db, { email: `${role}${counter}.${process.pid}@example.test`, name: `Test ${role} ${counter}`, role });

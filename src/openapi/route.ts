@@ -1,0 +1,20 @@
+/** `GET /openapi.json`: the document, built once when the routes are assembled. */
+import type { RouteSpec } from '../app.ts';
+import { jsonResponse } from '../http/json.ts';
+import { buildOpenApi } from './document.ts';
+
+/** The route serving the document of `routes` and of itself. */
+export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
+  let body: unknown;
+  const self: RouteSpec = {
+    method: 'GET',
+    pattern: '/openapi.json',
+    auth: 'public',
+    versioned: false,
+    cache: 'public',
+    doc: { summary: 'This OpenAPI 3.1 document', success: { status: 200, schema: 'OpenApiDocument' } },
+    handler: async () => jsonResponse(body),
+  };
+  body = buildOpenApi([...routes, self]);
+  return self;
+}

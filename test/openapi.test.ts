@@ -1,0 +1,125 @@
+/**
+ * The OpenAPI document (issue 6): valid per an established validator, in
+ * step with the router both ways, and the contract check that every HTTP
+ * test response goes through.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { createRouter } from '../src/http/router.ts';
+import { buildOpenApi, openApiPath } from '../src/openapi/document.ts';
+import { routes } from '../src/routes.ts';
+import { createContract } from './support/contract.ts';
+import { bearer, contract, startTestServer, type TestServer } from './support/server.ts';
+
+let t: TestServer;
+let document: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+before(async () => {
+  t = await startTestServer();
+  const response = await t.fetch('/openapi.json');
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get('content-type'), 'application/json');
+  document = await response.json();
+});
+after(async () => {
+  await t.close();
+});
+
+const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'];
+
+describe('GET /openapi.json', () => {
+  it('is the document built from the routes, without a token', () => {
+    assert.deepEqual(document, JSON.parse(JSON.stringify(buildOpenApi(routes))));
+    assert.equal(document.openapi, '3.1.0');
+  });
+
+  it('passes an established OpenAPI validator (@apidevtools/swagger-parser)', async () => {
+    await SwaggerParser.validate(structuredClone(document) as never);
+  });
+
+  it('documents every route the router knows, in both versions, and HEAD for every GET', () => {
+    for (const route of routes) {
+      const prefixes = route.versioned === false ? [''] : ['/v1', '/v2'];
+      for (const prefix of prefixes) {
+        const item = document.paths[`${prefix}${openApiPath(route.pattern)}`];
+        assert.ok(item?.[route.method.toLowerCase()], `${route.method} ${prefix}${route.pattern}`);
+        if (route.method === 'GET') assert.ok(item.head, `HEAD ${prefix}${route.pattern}`);
+        const op = item[route.method.toLowerCase()];
+        assert.deepEqual(op.security, route.auth === 'public' ? [] : [{ bearer: [route.auth] }]);
+        assert.equal(op.deprecated === true, prefix === '/v1');
+      }
+    }
+  });
+
+  it('routes every documented operation to the route it documents', () => {
+    const router = createRouter(routes.map((r) => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+    let operations = 0;
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const method of Object.keys(item as object).filter((m) => METHODS.includes(m))) {
+        operations += 1;
+        const concrete = path.replace(/\{[a-zA-Z]+\}/g, '1');
+        const match = router.match(method.toUpperCase(), concrete);
+        assert.equal(match.kind, 'found', `${method} ${path}`);
+        if (match.kind === 'found') assert.equal(openApiPath(match.handler.pattern), path.replace(/^\/v[12]/, ''));
+      }
+    }
+    const routed = routes.reduce((n, r) => n + (r.versioned === false ? 1 : 2) * (r.method === 'GET' ? 2 : 1), 0);
+    assert.equal(operations, routed);
+  });
+
+  it('documents every query parameter a collection accepts, with its rules', () => {
+    const list = document.paths['/v2/orders'].get.parameters.filter((p: { in: string }) => p.in === 'query');
+    assert.deepEqual(list.map((p: { name: string }) => p.name), ['page', 'pageSize', 'sort', 'status', 'customerId', 'minTotal']);
+    assert.deepEqual(list[1].schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
+    assert.match('-total,id', new RegExp(list[2].schema.pattern));
+    assert.doesNotMatch('price', new RegExp(list[2].schema.pattern));
+  });
+
+  it('documents the problem types, the headers and the idempotency key', () => {
+    const pay = document.paths['/v2/payments'].post;
+    assert.match(pay.responses['409'].description, /\/problems\/order-not-payable/);
+    assert.match(pay.responses['409'].description, /\/problems\/idempotency-key-in-use/);
+    assert.ok(pay.responses['409'].headers['Retry-After']);
+    assert.ok(pay.responses['201'].headers['Idempotent-Replayed']);
+    assert.ok(pay.responses['201'].headers.Location);
+    assert.equal(pay.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key').required, true);
+    assert.deepEqual(Object.keys(pay.requestBody.content), ['application/json', 'application/vnd.orders.v2+json']);
+    assert.equal(pay.requestBody.content['application/json'].schema.$ref, '#/components/schemas/NewPaymentV2');
+    const v1 = document.paths['/v1/orders/{id}'].get.responses['200'].headers;
+    for (const h of ['ETag', 'Deprecation', 'Sunset', 'Link', 'RateLimit', 'RateLimit-Policy']) assert.ok(v1[h], h);
+    assert.ok(document.paths['/v1/orders/{id}'].patch.parameters.some((p: { name: string }) => p.name === 'If-Match'));
+    assert.ok(document.paths['/v1/orders/{id}'].patch.responses['412']);
+    assert.equal(document.components.securitySchemes.bearer.scheme, 'bearer');
+  });
+});
+
+describe('the contract check', () => {
+  const check = createContract();
+  const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+  const product = { id: 1, sku: 'X', name: 'X', price: 1.5, currency: 'EUR', createdAt: '2026-01-01T00:00:00.000Z' };
+
+  it('accepts a response the document describes', () => {
+    assert.deepEqual(check.check('GET', 'http://x/v1/products/1', json(product), JSON.stringify(product)), []);
+  });
+
+  it('refuses a member the document does not name, a wrong type, a missing member', () => {
+    assert.notDeepEqual(check.check('GET', 'http://x/v1/products/1', json({ ...product, extra: 1 }), JSON.stringify({ ...product, extra: 1 })), []);
+    assert.notDeepEqual(check.check('GET', 'http://x/v2/products/1', json(product), JSON.stringify(product)), []);
+    const { sku: _, ...missing } = product;
+    assert.notDeepEqual(check.check('GET', 'http://x/v1/products/1', json(missing), JSON.stringify(missing)), []);
+  });
+
+  it('refuses a status or a media type the document does not list', () => {
+    assert.match(check.check('GET', 'http://x/v1/products/1', json(product, 418), JSON.stringify(product))[0] ?? '', /answered 418/);
+    const xml = new Response('<p/>', { headers: { 'content-type': 'text/xml' } });
+    assert.match(check.check('GET', 'http://x/v1/products/1', xml, '<p/>')[0] ?? '', /answered text\/xml/);
+  });
+
+  it('has checked the responses of the HTTP tests of this file', async () => {
+    const before = contract.checked;
+    await t.fetch('/v1/products/1');
+    await t.fetch('/v2/orders', { headers: bearer((await t.user('customer')).token) });
+    assert.equal(contract.checked, before + 2);
+  });
+});
