@@ -25,6 +25,8 @@ export interface Config {
   readonly v1DeprecatedAt: Date;
   readonly v1SunsetAt: Date;
   readonly logLevel: LogLevel;
+  /** HTTP processes sharing the port (`node:cluster`); more than 1 needs a real PostgreSQL server. */
+  readonly workers: number;
 }
 
 export class ConfigError extends Error {
@@ -53,7 +55,11 @@ export function loadConfig(env: Env = process.env): Config {
     v1DeprecatedAt: date(env, 'V1_DEPRECATED_AT', '2026-12-01T00:00:00Z'),
     v1SunsetAt: date(env, 'V1_SUNSET_AT', '2027-06-01T00:00:00Z'),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
+    workers: integer(env, 'WORKERS', 1, 1, 64),
   };
+  if (config.workers > 1 && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
+    throw new ConfigError('WORKERS above 1 needs DATABASE_URL: the embedded database serves one process');
+  }
   if (config.v1SunsetAt.getTime() < config.v1DeprecatedAt.getTime()) {
     throw new ConfigError('V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT');
   }

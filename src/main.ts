@@ -1,6 +1,7 @@
 /** `make run`: start the service with the configuration of the environment (SPEC §1). */
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
-import { createLogger } from './log.ts';
+import { createLogger, errorFields } from './log.ts';
 import { startServer } from './server.ts';
 import { MigrationError } from './db/migrate.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
@@ -18,6 +19,10 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config.workers, log, startedAt);
+    return;
+  }
   let server;
   try {
     server = await startServer(config, {
@@ -32,15 +37,17 @@ async function main(): Promise<void> {
       },
     });
   } catch (error) {
-    if (error instanceof MigrationError || error instanceof EmbeddedDatabaseError) {
-      process.stderr.write(`orders: cannot start: ${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
+    // Whatever stops start-up (a changed migration, a database that cannot be
+    // reached, a data directory in use) is one line for the operator, not a stack.
+    const known = error instanceof MigrationError || error instanceof EmbeddedDatabaseError;
+    process.stderr.write(`orders: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+    if (!known) log.error('start-up failed', errorFields(error));
+    process.exit(1);
   }
   const database = server.db.kind === 'embedded' ? (config.databaseUrl === 'memory:' ? 'embedded (in memory)' : `embedded (${config.dataDir})`) : 'postgres';
-  log.info('listening', { url: server.url, database, startupMs: Math.round(performance.now() - startedAt) });
-  process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
+  log.info('listening', { url: server.url, database, startupMs: Math.round(performance.now() - startedAt), ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) });
+  if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
+  else process.send?.({ listening: server.url, database });
 
   const stop = (signal: string) => {
     log.info('shutting down', { signal });
@@ -51,6 +58,59 @@ async function main(): Promise<void> {
         process.exit(1);
       },
     );
+  };
+  // `on`, not `once`: a terminal's Ctrl-C reaches the primary and the
+  // workers alike, and the primary passes it on again; close() is idempotent.
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/**
+ * `WORKERS=N`: N HTTP processes on one port (node:cluster), each with its own
+ * pool; the primary only forks, restarts a worker that dies, and passes
+ * SIGTERM/SIGINT on. Rate limits are per worker (docs/operations.md).
+ */
+function runPrimary(workers: number, log: ReturnType<typeof createLogger>, startedAt: number): void {
+  let stopping = false;
+  let listening = 0;
+  const onMessage = (message: { listening?: string; database?: string }) => {
+    if (message.listening === undefined) return;
+    listening += 1;
+    if (listening === workers) {
+      log.info('listening', { url: message.listening, workers, startupMs: Math.round(performance.now() - startedAt) });
+      process.stderr.write(`orders: listening on ${message.listening} (database: ${message.database}, ${workers} workers)\n`);
+    }
+  };
+  const ready = new Set<number>();
+  const fork = () => {
+    const worker = cluster.fork();
+    worker.on('message', (message: { listening?: string; database?: string }) => {
+      if (message.listening !== undefined) ready.add(worker.id);
+      onMessage(message);
+    });
+  };
+  for (let i = 0; i < workers; i++) fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(process.exitCode ?? 0);
+      return;
+    }
+    if (!ready.has(worker.id)) {
+      // It never started (the worker printed why): starting another would fail alike.
+      stopping = true;
+      log.error('a worker failed to start; stopping', { worker: worker.id, code, signal });
+      for (const other of Object.values(cluster.workers ?? {})) other?.process.kill('SIGTERM');
+      process.exitCode = 1;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
+      return;
+    }
+    log.error('worker died; starting another', { worker: worker.id, code, signal });
+    fork();
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    log.info('shutting down', { signal, workers });
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

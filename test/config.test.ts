@@ -16,6 +16,7 @@ describe('loadConfig()', () => {
       v1DeprecatedAt: new Date('2026-12-01T00:00:00Z'),
       v1SunsetAt: new Date('2027-06-01T00:00:00Z'),
       logLevel: 'info',
+      workers: 1,
     });
   });
 
@@ -35,6 +36,7 @@ describe('loadConfig()', () => {
     assert.equal(config.cacheMaxAge, 0);
     assert.equal(config.v1SunsetAt.toISOString(), '2026-06-01T10:30:00.500Z');
     assert.equal(config.logLevel, 'debug');
+    assert.equal(loadConfig({ WORKERS: '4', DATABASE_URL: 'postgres://u@db/orders' }).workers, 4);
   });
 
   it('accepts memory: and RATE_LIMIT=off', () => {
@@ -63,6 +65,8 @@ describe('loadConfig()', () => {
     [{ V1_DEPRECATED_AT: '2027-01-01T00:00:00Z', V1_SUNSET_AT: '2026-01-01T00:00:00Z' }, 'V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT'],
     [{ DATABASE_URL: 'mysql://root@db/orders' }, 'DATABASE_URL must be a postgres:// URL or memory:, got the scheme mysql:'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value'],
+    [{ WORKERS: '0' }, 'WORKERS must be an integer from 1 to 64, got "0"'],
+    [{ WORKERS: '2' }, 'WORKERS above 1 needs DATABASE_URL: the embedded database serves one process'],
   ];
   for (const [env, message] of invalid) {
     it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {

@@ -1,0 +1,64 @@
+-- The benchmark data (SPEC §14), loaded by bench/run.ts: 1,000 customers and
+-- orders with 1–5 items each, made with generate_series. Idempotent: the
+-- runner asks CountBenchOrders and adds only what is missing.
+
+-- name: SeedBenchUsers :exec
+INSERT INTO users (email, name, role)
+SELECT 'bench-customer-' || g || '@example.com', 'Bench customer ' || g, 'customer'
+FROM generate_series(1, 1000) AS g
+UNION ALL
+SELECT 'bench-admin@example.com', 'Bench admin', 'admin'
+ON CONFLICT ((lower(email))) DO NOTHING;
+
+-- name: CountBenchOrders :one
+SELECT count(*)::bigint AS n
+FROM orders o
+JOIN users u ON u.id = o.customer_id
+WHERE u.email LIKE 'bench-customer-%';
+
+-- name: SeedBenchOrders :exec
+-- $1 more orders for the bench customers, round-robin; statuses cycle through
+-- all five; created_at spreads back over the past (30 s apart); each order
+-- gets 1–5 distinct products of the demo catalog, priced from it.
+WITH customers AS (
+  SELECT array_agg(id ORDER BY id) AS ids FROM users WHERE email LIKE 'bench-customer-%'
+),
+new_orders AS (
+  INSERT INTO orders (customer_id, status, currency, total, created_at, updated_at)
+  SELECT c.ids[1 + (g % array_length(c.ids, 1))],
+         (ARRAY['pending', 'paid', 'shipped', 'delivered', 'cancelled'])[1 + ((g * 7) % 5)],
+         'EUR', 0,
+         now() - make_interval(secs => g * 30),
+         now() - make_interval(secs => g * 30)
+  FROM customers c, generate_series(1, $1::integer) AS g
+  RETURNING id
+)
+INSERT INTO order_items (order_id, product_id, qty, unit_price)
+SELECT o.id, p.id, 1 + ((o.id + k) % 5)::integer, p.price
+FROM new_orders o
+CROSS JOIN LATERAL generate_series(1, 1 + (o.id % 5)::integer) AS k
+JOIN products p ON p.sku = (ARRAY['MUG-001', 'MUG-002', 'TEE-001', 'TEE-002', 'HAT-001', 'BAG-001', 'BAG-002', 'NB-001', 'NB-002', 'PEN-001',
+                                  'PEN-002', 'CUP-001', 'TEA-001', 'COF-001', 'COF-002', 'SOC-001', 'CAP-001', 'PST-001', 'STK-001', 'LMP-001'])[1 + ((o.id * 7 + k * 3) % 20)::integer];
+
+-- name: SetBenchTotals :exec
+-- The totals of the orders just made (total 0 until now).
+UPDATE orders o
+SET total = s.total
+FROM (SELECT order_id, sum(qty * unit_price) AS total FROM order_items GROUP BY order_id) s
+WHERE o.id = s.order_id AND o.total = 0;
+
+-- name: AnalyzeBench :exec
+ANALYZE users, orders, order_items, products;
+
+-- name: SampleOrderIds :many
+-- Random existing order ids for GET /orders/{id}.
+SELECT id FROM orders ORDER BY random() LIMIT 2000;
+
+-- name: BusiestCustomer :one
+-- A customer with many orders of total ≥ 100, for the page=3 scenario.
+SELECT customer_id AS id
+FROM orders
+WHERE total >= 100
+GROUP BY customer_id
+ORDER BY count(*) DESC, customer_id
+LIMIT 1;
