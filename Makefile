@@ -9,7 +9,7 @@ ifneq ($(CI),)
 REPORTERS := --test-reporter=spec --test-reporter-destination=stdout
 endif
 
-.PHONY: run test typecheck clean
+.PHONY: run test typecheck clean bench
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -26,3 +26,7 @@ test: typecheck
 
 clean:
 	rm -rf coverage
+
+# The benchmark (SPEC §14): on DATABASE_URL, or the embedded database when unset.
+bench: node_modules/.package-lock.json
+	node --import tsx bench/run.ts

@@ -12,6 +12,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import { isDatabaseUnavailable } from './db/errors.ts';
 import { readBody } from './http/body.ts';
+import { ACCEPT_PATCH } from './http/json-body.ts';
 import type { ClientInfo } from './http/node-adapter.ts';
 import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
 import type { ListSpec } from './http/list-query.ts';
@@ -127,6 +128,13 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     } catch (error) {
       response = problemResponse(toHttpError(error), url.pathname, requestId);
     }
+    if (limiter !== undefined && rate === undefined) {
+      // Requests refused before reaching their route's limit check (401, 404,
+      // 405, 406, 413…) count against the client address, and are refused
+      // with 429 past it, so that guessing tokens or paths is limited too.
+      rate = limiter.consume(`address:${client.remoteAddress}`);
+      if (!rate.allowed) response = problemResponse(rateLimited(rate), url.pathname, requestId);
+    }
     const headers = response.headers;
     headers.set('x-request-id', requestId);
     if (route !== undefined) {
@@ -134,9 +142,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       if (vary.length > 0) headers.set('vary', vary.join(', '));
     }
     if (version === 1) versions.decorate(headers, url.pathname);
-    if (limiter !== undefined) {
-      // Requests refused before authentication count against the client address.
-      rate ??= limiter.consume(`address:${client.remoteAddress}`);
+    if (limiter !== undefined && rate !== undefined) {
       headers.set('ratelimit-policy', limiter.policy);
       headers.set('ratelimit', rateLimitField(rate));
     }
@@ -164,7 +170,8 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
             headers: { allow: match.allow },
           });
         case 'options':
-          return new Response(null, { status: 204, headers: { allow: match.allow } });
+          // RFC 5789 §3.1: where PATCH is allowed, say which patch formats it takes.
+          return new Response(null, { status: 204, headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) } });
       }
       route = match.handler;
       if (route.versioned !== false) {
@@ -196,7 +203,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
             throw new HttpError(400, 'idempotency-key-missing', { detail: `${request.method} ${url.pathname} needs an Idempotency-Key header.` });
           }
         } else {
-          const idempotent = { principal, key: parsed.key, fingerprint: fingerprint(request.method, url.pathname, body), instance: url.pathname, requestId };
+          const idempotent = { principal, key: parsed.key, fingerprint: fingerprint(request.method, `${url.pathname} v${version ?? 1}`, body), instance: url.pathname, requestId };
           return runIdempotent(services.db, idempotent, (tx) => handler({ ...ctx, tx }), finishing);
         }
       }

@@ -59,7 +59,8 @@ export async function runIdempotent(
           detail: 'This Idempotency-Key was used with another method, path or body; use a new key for a new request.',
         });
       }
-      return new Response(new Uint8Array(stored.body), { status: stored.status, headers: { ...stored.headers, [REPLAYED_HEADER]: 'true' } });
+      // Never cached, like the first answer (a write's result, or a problem).
+      return new Response(new Uint8Array(stored.body), { status: stored.status, headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' } });
     }
     let response: Response;
     try {

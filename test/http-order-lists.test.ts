@@ -253,6 +253,14 @@ describe('POST /users', () => {
     }
   });
 
+  it('refuses strings a database cannot store (U+0000, unpaired surrogates) with 422, never 500', async () => {
+    for (const [body, pointer] of [['{"email":"nul@example.com","name":"a\\u0000b"}', '/name'], ['{"email":"s@example.com","name":"a\\ud800b"}', '/name'], ['{"email":"k@example.com","name":"K","\\u0000":1}', '/\u0000']] as const) {
+      const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json' }, body });
+      assert.equal(response.status, 422, body);
+      assert.deepEqual((await response.json()).errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+    }
+  });
+
   it('refuses a customer, even one whose token has users:write: 403', async () => {
     const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: JSON.stringify({ email: 'sneaky@example.com', name: 'S' }) });
     assert.equal(response.status, 403);

@@ -79,7 +79,7 @@ describe('POST /payments', () => {
 
   it('refuses a malformed key: 400 invalid-header', async () => {
     const o = await order(alice);
-    for (const key of ['has space', 'x'.repeat(256), '"unterminated', '"bad\\escape"', '""']) {
+    for (const key of ['has space', 'x'.repeat(256), '"unterminated', '"bad\\escape"', '""', '" "', '"a b"']) {
       await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, key), 400, 'invalid-header');
     }
   });
@@ -177,6 +177,22 @@ describe('idempotency (SPEC §7)', () => {
     await problem(await pay(alice, { orderId: o.id, amount: { amount: '25.00', currency: 'EUR' } }, key, 'v2'), 422, 'idempotency-key-mismatch');
     const asOrder = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key }, body: '{"items":[{"productId":1,"qty":1}]}' });
     await problem(asOrder, 422, 'idempotency-key-mismatch');
+  });
+
+  it('tells apart the versions negotiated by Accept: a replay never changes version', async () => {
+    const key = newKey();
+    const send = (accept: string | undefined) => t.fetch('/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key, ...(accept ? { accept } : {}) }, body: '{"items":[{"productId":2,"qty":1}]}' });
+    assert.equal((await send('application/vnd.orders.v2+json')).status, 201);
+    await problem(await send(undefined), 422, 'idempotency-key-mismatch');
+  });
+
+  it('replays a stored refusal with Cache-Control: no-store', async () => {
+    const key = newKey();
+    const send = () => t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key }, body: '{"items":[{"productId":999999,"qty":1}]}' });
+    assert.equal((await send()).status, 422);
+    const again = await send();
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.headers.get('cache-control'), 'no-store');
   });
 
   it('scopes keys to the user: the same key of another user is another request', async () => {

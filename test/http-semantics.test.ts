@@ -367,6 +367,21 @@ describe('rate limits (SPEC §10)', () => {
     assert.equal((await limited.fetch('/healthz')).status, 429, 'the address is over its limit everywhere');
   });
 
+  it('limits requests refused before authentication (unknown tokens) by address', async () => {
+    const other = await startTestServer({ RATE_LIMIT: '2/60' });
+    try {
+      const guess = () => other.fetch('/v1/orders', { headers: { authorization: `Bearer ord_${'A'.repeat(43)}` } });
+      assert.equal((await guess()).status, 401);
+      assert.equal((await guess()).status, 401);
+      const third = await guess();
+      assert.equal(third.status, 429);
+      assert.match(third.headers.get('ratelimit') ?? '', /^"default";r=0;t=\d+$/);
+      assert.equal((await other.fetch('/v1/nope')).status, 429);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('sends no rate-limit fields when RATE_LIMIT=off', async () => {
     const response = await get('/v1/products/1', {}, undefined);
     assert.equal(response.headers.get('ratelimit'), null);

@@ -66,6 +66,12 @@ describe('routing', () => {
     assert.equal(await response.text(), '');
   });
 
+  it('names the patch formats on OPTIONS where PATCH is allowed (RFC 5789)', async () => {
+    const response = await t.fetch('/v1/orders/1', { method: 'OPTIONS' });
+    assert.equal(response.headers.get('allow'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
+    assert.equal(response.headers.get('accept-patch'), 'application/json, application/merge-patch+json');
+  });
+
   it('answers OPTIONS on an unknown path with 404', async () => {
     assert.equal((await t.fetch('/v1/nope', { method: 'OPTIONS' })).status, 404);
   });

@@ -28,7 +28,7 @@ export function parseIdempotencyKey(value: string | null): KeyParse {
   // A value that opens a quote must be a whole structured-field string.
   if (quoted === null && value.startsWith('"')) return { ok: false, detail: INVALID };
   const key = quoted ? (quoted[1] as string).replace(/\\(["\\])/g, '$1') : value;
-  if (key.length >= 1 && key.length <= MAX_KEY_LENGTH && (quoted ? /^[\x20-\x7e]+$/.test(key) : BARE_KEY.test(key))) return { ok: true, key };
+  if (BARE_KEY.test(key)) return { ok: true, key };
   return { ok: false, detail: INVALID };
 }
 

@@ -7,6 +7,8 @@ import * as v from 'valibot';
 import { HttpError, type ProblemError } from './problem.ts';
 
 export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
+/** The `Accept-Patch` value of PATCH routes (RFC 5789 §3.1). */
+export const ACCEPT_PATCH = `application/json, ${MERGE_PATCH_TYPE}`;
 /** SPEC §8: plain JSON and the two vendor types; PATCH also takes a merge patch (RFC 7396). */
 const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json', 'application/vnd.orders.v2+json']);
 
@@ -33,7 +35,7 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
       : accepted
         ? 'JSON bodies must be UTF-8.'
         : `Content-Type ${type} is not supported here; send ${expected}.`,
-    ...(options.patch ? { headers: { 'accept-patch': `application/json, ${MERGE_PATCH_TYPE}` } } : {}),
+    ...(options.patch ? { headers: { 'accept-patch': ACCEPT_PATCH } } : {}),
   });
 }
 
@@ -55,6 +57,8 @@ export function parseJson(body: Uint8Array): unknown {
 
 /** Validates `value` against `schema`, or throws 422 `validation` listing every problem. */
 export function validate<S extends v.GenericSchema>(schema: S, value: unknown): v.InferOutput<S> {
+  const unstorable = unstorableStrings(value, []);
+  if (unstorable.length > 0) throw validationError(unstorable);
   const result = v.safeParse(schema, value, { abortEarly: false });
   if (result.success) return result.output;
   throw validationError(result.issues.map(toProblemError));
@@ -64,6 +68,22 @@ export function validate<S extends v.GenericSchema>(schema: S, value: unknown): 
 export function validationError(errors: readonly ProblemError[]): HttpError {
   const pointers = [...new Set(errors.map((e) => ('pointer' in e ? e.pointer || '/' : e.parameter)))];
   return new HttpError(422, 'validation', { detail: `The request body is invalid at ${pointers.join(', ')}.`, errors });
+}
+
+// U+0000 (PostgreSQL text cannot hold it) and UTF-16 halves without their pair.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Strings (member names included) that no database column could store as sent. */
+function unstorableStrings(value: unknown, path: (string | number)[]): ProblemError[] {
+  if (typeof value === 'string') {
+    return UNSTORABLE.test(value) ? [{ pointer: jsonPointer(path), detail: 'must not contain U+0000 or an unpaired surrogate' }] : [];
+  }
+  if (Array.isArray(value)) return value.flatMap((item, i) => unstorableStrings(item, [...path, i]));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, item]) =>
+      UNSTORABLE.test(key) ? [{ pointer: jsonPointer([...path, key]), detail: 'is a member name with U+0000 or an unpaired surrogate' }] : unstorableStrings(item, [...path, key]));
+  }
+  return [];
 }
 
 /** RFC 6901: the pointer to `path`, with `~` and `/` escaped. */
