@@ -7,7 +7,8 @@
  * a table and writes bench/results/latest.json.
  *
  * Environment: BENCH_ORDERS (default 100000), BENCH_CONNECTIONS (32),
- * BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (3), WORKERS (1).
+ * BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (3), WORKERS (1), and
+ * BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -58,7 +59,10 @@ async function prepare(): Promise<Prepared> {
       const started = performance.now();
       for (let left = ORDERS - n; left > 0; left -= 100_000) await runLong(db, 'SeedBenchOrders', [Math.min(left, 100_000)]);
       await runLong(db, 'SetBenchTotals');
-      await runLong(db, 'AnalyzeBench');
+      const connection = await db.sql.reserve();
+      await connection.unsafe('SET statement_timeout = 0');
+      await connection.unsafe(statements.get('VacuumBench') as string);
+      connection.release();
       process.stderr.write(`bench: seeded in ${Math.round((performance.now() - started) / 1000)} s\n`);
     }
     const admin = await db.one<{ id: number }>('FindUserByEmail', ['bench-admin@example.com']);
@@ -114,6 +118,7 @@ async function load(url: string, scenario: Record<string, unknown>): Promise<Loa
 
 async function main(): Promise<void> {
   const prepared = await prepare();
+  if (process.env.BENCH_SEED_ONLY === '1') return;
   const serverEnv: NodeJS.ProcessEnv = { PORT: '0', RATE_LIMIT: 'off', LOG_LEVEL: 'warn', WORKERS: String(WORKERS), ...(databaseUrl ? {} : { DATA_DIR: dataDir }) };
   const { child: server, match } = await startProcess(['--import', 'tsx', 'src/main.ts'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr');
   const url = match[1] as string;

@@ -4,7 +4,7 @@
 -- {{where}}: fixed fragments from src/orders/items.ts; {{orderBy}}: the fixed
 -- sort-key map; {{limit}}, {{offset}}: the parameter numbers after the filters'.
 SELECT i.id, i.order_id, i.product_id, i.qty, i.unit_price::text AS unit_price, o.currency,
-       count(*) OVER () AS total_count
+       (SELECT count(*) FROM order_items i JOIN orders o ON o.id = i.order_id WHERE {{where}}) AS total_count
 FROM order_items i
 JOIN orders o ON o.id = i.order_id
 WHERE {{where}}

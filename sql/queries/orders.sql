@@ -24,20 +24,22 @@ WHERE o.id = $1
 FOR UPDATE;
 
 -- name: ListOrders :many
--- One page with its total count. {{where}} is built only from the fixed
--- filter fragments in src/orders/queries.ts (values are parameters: $1…$n),
--- {{orderBy}} only from the fixed sort-key map; {{limit}} and {{offset}} are
--- the parameter numbers that follow the filters'.
+-- One page with its total count, in one statement and one snapshot. {{where}}
+-- is built only from the fixed filter fragments in src/orders/orders.ts
+-- (values are parameters: $1…$n), {{orderBy}} only from the fixed sort-key
+-- map; {{limit}} and {{offset}} are the parameter numbers after the filters'.
+-- The count is a separate scalar subquery rather than count(*) OVER (): the
+-- page stops after LIMIT rows in index order, and the count can read the
+-- index alone (an index-only scan), instead of every matching row in full.
 WITH page AS (
-  SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at,
-         count(*) OVER () AS full_count
+  SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at
   FROM orders o
   WHERE {{where}}
   ORDER BY {{orderBy}}
   LIMIT {{limit}} OFFSET {{offset}}
 )
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at,
-       o.full_count AS total_count,
+       (SELECT count(*) FROM orders o WHERE {{where}}) AS total_count,
        coalesce((SELECT json_agg(json_build_object(
                    'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
                    'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)

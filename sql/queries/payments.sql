@@ -33,7 +33,7 @@ WHERE p.id = $1
 -- {{where}}: fixed fragments from src/payments/payments.ts; {{orderBy}}: the
 -- fixed sort-key map; {{limit}}, {{offset}}: the parameter numbers after the filters'.
 SELECT p.id, p.order_id, p.amount::text AS amount, p.currency, p.status, p.created_at,
-       count(*) OVER () AS total_count
+       (SELECT count(*) FROM payments p JOIN orders o ON o.id = p.order_id WHERE {{where}}) AS total_count
 FROM payments p
 JOIN orders o ON o.id = p.order_id
 WHERE {{where}}

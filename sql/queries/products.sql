@@ -9,7 +9,7 @@ WHERE id = $1;
 -- One page and the total in one round trip. {{orderBy}} is replaced by a
 -- list built only from the fixed sort-key map in src/catalog/products.ts;
 -- {{where}} is TRUE (the catalog has no filters); {{limit}}, {{offset}}: $1, $2.
-SELECT id, sku, name, price, currency, created_at, count(*) OVER () AS total_count
+SELECT id, sku, name, price, currency, created_at, (SELECT count(*) FROM products WHERE {{where}}) AS total_count
 FROM products
 WHERE {{where}}
 ORDER BY {{orderBy}}

@@ -19,7 +19,7 @@ RETURNING id, email, name, role, created_at;
 -- {{where}}: fixed fragments from src/users/users.ts (a customer sees only
 -- their own record); {{orderBy}}: the fixed sort-key map; {{limit}},
 -- {{offset}}: the parameter numbers after the filters'.
-SELECT id, email, name, role, created_at, count(*) OVER () AS total_count
+SELECT id, email, name, role, created_at, (SELECT count(*) FROM users WHERE {{where}}) AS total_count
 FROM users
 WHERE {{where}}
 ORDER BY {{orderBy}}

@@ -1,6 +1,6 @@
 /**
  * One page of a collection (SPEC §2, §4): runs a list statement that returns
- * the page's rows with `count(*) OVER ()` as `total`, and answers with the
+ * the page's rows with the count of all matching rows, and answers with the
  * envelope `{data, meta}` and the RFC 8288 `Link` header.
  */
 import type { Database, Param } from '../db/database.ts';
@@ -27,11 +27,11 @@ export interface ListFragments {
 }
 
 /**
- * Runs `listStatement`, whose rows carry `count(*) OVER ()` as
+ * Runs `listStatement`, whose rows carry the count of all matching rows as
  * `total_count`, with `params` followed by the page size and offset (its
  * `{{limit}}` and `{{offset}}` placeholders become their parameter numbers).
  * `countStatement` runs only when the page is empty: a page past the last
- * carries no window count.
+ * has no row to carry the count.
  */
 export async function fetchPage<Row>(
   db: Database,
