@@ -51,7 +51,9 @@ after(async () => {
 /** The ids the server should answer: `orders` filtered and sorted in JavaScript. */
 function expected(filter: (o: Order) => boolean, ...keys: [keyof Order, 'asc' | 'desc'][]): number[] {
   const sorted = orders.filter(filter).sort((a, b) => {
-    for (const [key, dir] of [...keys, ['id', 'asc'] as [keyof Order, 'asc']]) {
+    // id breaks ties in the direction of the last key (ascending by default).
+    const tieBreak: [keyof Order, 'asc' | 'desc'] = ['id', keys.at(-1)?.[1] ?? 'asc'];
+    for (const [key, dir] of [...keys, tieBreak]) {
       const x = a[key] as number | string;
       const y = b[key] as number | string;
       if (x < y) return dir === 'asc' ? -1 : 1;
@@ -100,7 +102,7 @@ describe('GET /orders', () => {
     const cases: [string, [keyof Order, 'asc' | 'desc'][]][] = [
       ['total', [['total', 'asc']]],
       ['-total', [['total', 'desc']]],
-      ['-total,id', [['total', 'desc']]],
+      ['-total,id', [['total', 'desc'], ['id', 'asc']]],
       ['-total,-id', [['total', 'desc'], ['id', 'desc']]],
       ['createdAt', [['createdAt', 'asc']]],
       ['-createdAt', [['createdAt', 'desc']]],

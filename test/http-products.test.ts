@@ -75,8 +75,11 @@ describe('GET /products', () => {
     // The seed inserts every product in one statement: all share created_at.
     const asc = (await (await t.fetch('/v1/products?sort=createdAt&pageSize=100')).json()) as Envelope<ProductV1>;
     assert.deepEqual(asc.data.map((p) => p.id), Array.from({ length: 21 }, (_, i) => i + 1));
+    // The tie-breaker runs in the direction of the last key.
     const desc = (await (await t.fetch('/v1/products?sort=-createdAt&pageSize=100')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(desc.data.map((p) => p.id), Array.from({ length: 21 }, (_, i) => i + 1));
+    assert.deepEqual(desc.data.map((p) => p.id), Array.from({ length: 21 }, (_, i) => 21 - i));
+    const descAsc = (await (await t.fetch('/v1/products?sort=-createdAt,id&pageSize=3')).json()) as Envelope<ProductV1>;
+    assert.deepEqual(descAsc.data.map((p) => p.id), [1, 2, 3]);
     const descId = (await (await t.fetch('/v1/products?sort=-createdAt,-id&pageSize=3')).json()) as Envelope<ProductV1>;
     assert.deepEqual(descId.data.map((p) => p.id), [21, 20, 19]);
   });

@@ -75,8 +75,9 @@ describe('orderBy()', () => {
   it('defaults to id ascending', () => {
     assert.equal(orderBy([], columns), 'o.id ASC');
   });
-  it('appends id as the tie-breaker', () => {
+  it('appends id as the tie-breaker, in the direction of the last key', () => {
     assert.equal(orderBy([{ key: 'total', descending: true }, { key: 'createdAt', descending: false }], columns), 'o.total DESC, o.created_at ASC, o.id ASC');
+    assert.equal(orderBy([{ key: 'createdAt', descending: false }, { key: 'total', descending: true }], columns), 'o.created_at ASC, o.total DESC, o.id DESC');
   });
   it('does not repeat id when it was given', () => {
     assert.equal(orderBy([{ key: 'id', descending: true }, { key: 'total', descending: false }], columns), 'o.id DESC, o.total ASC');

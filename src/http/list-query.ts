@@ -119,15 +119,17 @@ function positiveInteger(value: string, max: number): number | undefined {
 /**
  * The `ORDER BY` list for `sort`, from a fixed map of sort keys to SQL
  * expressions: nothing from the request reaches the SQL text but the choice
- * among those. `id` ends the list as the tie-breaker, so pages never overlap.
+ * among those. `id` ends the list as the tie-breaker, so pages never overlap;
+ * it runs in the direction of the last key, so that one index on
+ * (key, id), read forwards or backwards, delivers the whole order.
  *
  * @example
  * orderBy([{ key: 'createdAt', descending: true }], { id: 'p.id', createdAt: 'p.created_at' })
- * // 'p.created_at DESC, p.id ASC'
+ * // 'p.created_at DESC, p.id DESC'
  */
 export function orderBy<K extends string>(sort: readonly SortKey<K>[], columns: Readonly<Record<K | 'id', string>>): string {
   const parts = sort.map((s) => `${columns[s.key]} ${s.descending ? 'DESC' : 'ASC'}`);
-  if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ASC`);
+  if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ${sort.at(-1)?.descending ? 'DESC' : 'ASC'}`);
   return parts.join(', ');
 }
 

@@ -105,7 +105,7 @@ function parameters(route: RouteSpec, method: string): Json[] {
       { name: 'pageSize', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 } },
       {
         name: 'sort', in: 'query',
-        description: `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in the order given, then by id.`,
+        description: `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in the order given, then by id in the direction of the last key.`,
         schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
       },
     );
