@@ -46,8 +46,27 @@ interface Prepared {
   busiest: number;
 }
 
+/** Creates the database DATABASE_URL names when the server does not have it yet. */
+async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) return;
+  target.pathname = '/postgres';
+  const admin = await openDatabase({ databaseUrl: target.toString(), dataDir, poolMax: 1 });
+  try {
+    const exists = await admin.sql`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+    if (exists.length === 0) {
+      process.stderr.write(`bench: creating the database ${name}\n`);
+      await admin.sql.unsafe(`CREATE DATABASE ${name}`);
+    }
+  } finally {
+    await admin.close();
+  }
+}
+
 async function prepare(): Promise<Prepared> {
   if (databaseUrl === undefined) process.stderr.write(`bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a real server)\n`);
+  else await ensureDatabase(databaseUrl);
   const db = await openDatabase({ databaseUrl, dataDir, poolMax: 4 });
   try {
     await migrate(db);
