@@ -9,7 +9,7 @@ import { createToken, listTokens, revokeToken } from './auth/token-store.ts';
 import { parseScopes, parseTtl, SCOPES } from './auth/tokens.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { EmbeddedDatabaseError } from './db/embedded.ts';
+import { EmbeddedDatabaseError } from './db/errors.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
 import { seed } from './db/seed.ts';
 import { createUser, NewUserSchema, UserExistsError } from './users/user-store.ts';

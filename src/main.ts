@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createLogger, errorFields } from './log.ts';
 import { startServer } from './server.ts';
 import { MigrationError } from './db/migrate.ts';
-import { EmbeddedDatabaseError } from './db/embedded.ts';
+import { EmbeddedDatabaseError } from './db/errors.ts';
 
 async function main(): Promise<void> {
   const startedAt = performance.now();

@@ -5,7 +5,7 @@
  */
 import postgres from 'postgres';
 import { fileURLToPath } from 'node:url';
-import { openEmbedded, type EmbeddedDatabase } from './embedded.ts';
+import type { EmbeddedDatabase } from './embedded.ts';
 import { loadStatements, type Statement } from './statements.ts';
 
 export type Sql = postgres.Sql<Record<string, never>>;
@@ -63,6 +63,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
   let sql: Sql;
   if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
+    // Loaded only here: a process on a real server never loads PGlite (tens of MB).
+    const { openEmbedded } = await import('./embedded.ts');
     embedded = await openEmbedded(options.databaseUrl === 'memory:' ? undefined : options.dataDir, options.poolMax);
     // One connection: PGlite has a single backend, so the unnamed portals and
     // statements of concurrent connections would clobber one another

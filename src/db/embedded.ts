@@ -12,6 +12,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { EmbeddedDatabaseError } from './errors.ts';
 import { join, resolve } from 'node:path';
 
 export interface EmbeddedDatabase {
@@ -23,9 +24,6 @@ export interface EmbeddedDatabase {
   close(): Promise<void>;
 }
 
-export class EmbeddedDatabaseError extends Error {
-  override name = 'EmbeddedDatabaseError';
-}
 
 const LOCK_FILE = 'orders.lock';
 

@@ -23,3 +23,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 /** The PostgreSQL error code of a unique-constraint violation. */
 export const UNIQUE_VIOLATION = '23505';
+
+/** The embedded database cannot be opened (its data directory is in use). */
+export class EmbeddedDatabaseError extends Error {
+  override name = 'EmbeddedDatabaseError';
+}
