@@ -5,7 +5,6 @@
  * embedded database lives inside the killed process.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { createToken } from '../src/auth/token-store.ts';
@@ -14,26 +13,15 @@ import { migrate } from '../src/db/migrate.ts';
 import { seed } from '../src/db/seed.ts';
 import { createUser } from '../src/users/user-store.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
+import { startService } from './support/process.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const KEYS = 200;
 const CLIENTS = 5;
 
-async function startChild(databaseUrl: string): Promise<{ child: ChildProcessWithoutNullStreams; url: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', RATE_LIMIT: 'off', LOG_LEVEL: 'warn' };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env });
-  child.stdout.resume();
-  let stderr = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (match) resolve(match[1] as string);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${stderr}`)));
-  });
-  return { child, url };
-}
+const startChild = async (databaseUrl: string) => {
+  const service = await startService({ DATABASE_URL: databaseUrl, RATE_LIMIT: 'off', LOG_LEVEL: 'warn' });
+  return { child: service.process, url: service.url };
+};
 
 describe('SIGKILL in the middle of a burst of keyed POSTs', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server' }, () => {
   let database: TestDatabase;

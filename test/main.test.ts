@@ -5,7 +5,6 @@
  * request in flight finish and exits 0.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -14,41 +13,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../src/cli.ts';
 import { REAL_SERVER_URL } from './support/database.ts';
+import { spawnService, startService, type ServiceProcess } from './support/process.ts';
 
-const ROOT = new URL('..', import.meta.url).pathname;
-
-interface Child {
-  readonly process: ChildProcessWithoutNullStreams;
-  readonly url: string;
-  stderr(): string;
-  stdout(): string;
-}
-
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...extra };
-  delete env.DATABASE_URL;
-  return env;
-}
-
-async function startChild(dataDir: string): Promise<Child> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv({ DATA_DIR: dataDir }) });
-  let stderr = '';
-  let stdout = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (match) resolve(match[1] as string);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code} before listening: ${stderr}`)));
-  });
-  return { process: child, url, stderr: () => stderr, stdout: () => stdout };
-}
+const startChild = (dataDir: string) => startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
 
 describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database only: runs in the embedded pass' : false }, () => {
   let dataDir: string;
-  let first: Child;
+  let first: ServiceProcess;
   let adminToken: string;
 
   before(async () => {
@@ -130,11 +101,9 @@ describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database onl
 
 describe('an invalid configuration', () => {
   it('stops start-up with one line naming the variable', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv({ LOG_LEVEL: 'loud' }) });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const [code] = await once(child, 'exit');
+    const child = spawnService({ LOG_LEVEL: 'loud' });
+    const [code] = await once(child.process, 'exit');
     assert.equal(code, 2);
-    assert.equal(stderr, 'orders: invalid configuration: LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"\n');
+    assert.equal(child.stderr(), 'orders: invalid configuration: LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"\n');
   });
 });

@@ -4,26 +4,17 @@
  * who see only the items of their own orders.
  */
 import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
-import { collectionResponse, fetchPage, invalidQuery, listQueryOf } from '../http/collection.ts';
-import { orderBy, where, type Condition, type ListSpec } from '../http/list-query.ts';
+import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
+import { orderBy, where, type ListSpec } from '../http/list-query.ts';
 import { ID_SCHEMA, positiveId } from './orders.ts';
 import { orderItemRepresentation, type ItemRow } from './representation.ts';
-import { ownerLimit } from './store.ts';
+import { orderScopedConditions } from './store.ts';
 
 const LIST: ListSpec<'id', { orderId: number }> = { sortKeys: ['id'], filters: { orderId: positiveId } };
 
 async function listItems(ctx: RequestContext): Promise<Response> {
-  const principal = principalOf(ctx);
   const query = listQueryOf(ctx.url, LIST);
-  const owner = ownerLimit(principal);
-  const { orderId } = query.filters;
-  if (owner !== null && orderId === undefined) {
-    throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
-  }
-  const conditions: Condition[] = [];
-  if (owner !== null) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: owner });
-  if (orderId !== undefined) conditions.push({ sql: (p) => `i.order_id = ${p}`, value: orderId });
-  const filter = where(conditions);
+  const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'i.order_id'));
   const { rows, total } = await fetchPage<ItemRow>(ctx.services.db, 'ListOrderItems', 'CountOrderItems', { where: filter.sql, orderBy: orderBy(query.sort, { id: 'i.id' }) }, filter.params, query);
   return collectionResponse(ctx.url, rows.map((row) => orderItemRepresentation(row, ctx.version)), total, query);
 }

@@ -8,6 +8,8 @@
 import type { Principal } from '../auth/authenticator.ts';
 import { inTransaction, type Database, type Queryable } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
+import { invalidQuery } from '../http/collection.ts';
+import type { Condition } from '../http/list-query.ts';
 import { HttpError, type ProblemError } from '../http/problem.ts';
 import type { OrderRow } from './representation.ts';
 import type { Item, Status } from './schema.ts';
@@ -19,6 +21,21 @@ const NUMERIC_OUT_OF_RANGE = '22003';
 /** The customer a principal is limited to, or `null` for an admin (SPEC §6). */
 export function ownerLimit(principal: Principal): number | null {
   return principal.role === 'admin' ? null : principal.userId;
+}
+
+/**
+ * The conditions of a collection of things that belong to orders (items,
+ * payments), SPEC §4 and §6: `orderId` is required from a customer, and a
+ * customer sees only their own orders' things. `orderColumn` is the fixed
+ * SQL column of the order id (`i.order_id`, `p.order_id`); the order is `o`.
+ */
+export function orderScopedConditions(principal: Principal, orderId: number | undefined, orderColumn: string): Condition[] {
+  const owner = ownerLimit(principal);
+  if (owner !== null && orderId === undefined) throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
+  const conditions: Condition[] = [];
+  if (owner !== null) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: owner });
+  if (orderId !== undefined) conditions.push({ sql: (p) => `${orderColumn} = ${p}`, value: orderId });
+  return conditions;
 }
 
 export function notFound(id: number): HttpError {

@@ -7,13 +7,13 @@
 import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import { inTransaction, type Queryable } from '../db/database.ts';
-import { collectionResponse, fetchPage, invalidQuery, listQueryOf } from '../http/collection.ts';
+import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
 import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, where, type Condition, type ListSpec } from '../http/list-query.ts';
+import { orderBy, where, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
 import { ID_SCHEMA, positiveId } from '../orders/orders.ts';
-import { ownerLimit } from '../orders/store.ts';
+import { orderScopedConditions, ownerLimit } from '../orders/store.ts';
 
 export interface PaymentRow {
   id: number;
@@ -109,13 +109,7 @@ const SORT_COLUMNS: Record<PaymentSortKey, string> = { id: 'p.id', createdAt: 'p
 
 async function list(ctx: RequestContext): Promise<Response> {
   const query = listQueryOf(ctx.url, LIST);
-  const owner = ownerLimit(principalOf(ctx));
-  const { orderId: filterOrder } = query.filters;
-  if (owner !== null && filterOrder === undefined) throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
-  const conditions: Condition[] = [];
-  if (owner !== null) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: owner });
-  if (filterOrder !== undefined) conditions.push({ sql: (p) => `p.order_id = ${p}`, value: filterOrder });
-  const filter = where(conditions);
+  const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'p.order_id'));
   const { rows, total } = await fetchPage<PaymentRow>(ctx.services.db, 'ListPayments', 'CountPayments', { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS) }, filter.params, query);
   return collectionResponse(ctx.url, rows.map((row) => paymentRepresentation(row, ctx.version)), total, query);
 }

@@ -1,0 +1,38 @@
+/** The service as `make run` starts it, in a child process, for the tests that signal or kill it. */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface ServiceProcess {
+  readonly process: ChildProcessWithoutNullStreams;
+  /** The URL of its "listening on …" line. */
+  readonly url: string;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Spawns `src/main.ts` with `env` over this process's environment (`DATABASE_URL` only when `env` names it). */
+export function spawnService(env: Record<string, string>): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
+  const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
+  if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: full });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return { process: child, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Spawns the service and resolves once it prints where it listens (matching `ready`, whose group 1 is the URL). */
+export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/): Promise<ServiceProcess> {
+  const service = spawnService(env);
+  const url = await new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const match = ready.exec(service.stderr());
+      if (match) resolve(match[1] as string);
+    };
+    service.process.stderr.on('data', check);
+    service.process.once('exit', (code) => reject(new Error(`exited with ${code} before listening: ${service.stderr()}`)));
+  });
+  return { ...service, url };
+}
