@@ -81,6 +81,14 @@ describe('content negotiation and versions (SPEC §8)', () => {
     }
   });
 
+  it('refuses a body in the vendor type of the other version: 415', async () => {
+    for (const [path, type] of [['/v1/orders', V2], ['/v2/orders', V1]]) {
+      const response = await t.fetch(path as string, { method: 'POST', headers: { ...bearer(alice.token), 'content-type': type as string }, body: '{"items":[{"productId":2,"qty":1}]}' });
+      assert.equal(response.status, 415, path);
+      assert.equal((await response.json()).type, '/problems/unsupported-media-type');
+    }
+  });
+
   it('takes the vendor types as request bodies', async () => {
     const response = await t.fetch('/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': V2, accept: V2 }, body: '{"items":[{"productId":2,"qty":1}]}' });
     assert.equal(response.status, 201);

@@ -15,6 +15,8 @@ const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json'
 export interface BodyOptions {
   /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
   readonly patch?: boolean;
+  /** The version the request is served in: a vendor type of the other version is refused (SPEC §8: placements must agree). */
+  readonly version?: 1 | 2;
 }
 
 /**
@@ -27,6 +29,13 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
   const accepted = BODY_TYPES.has(media) || (options.patch === true && media === MERGE_PATCH_TYPE);
   const charset = parameters.map((p) => p.toLowerCase().replace(/\s*=\s*/, '=')).find((p) => p.startsWith('charset='));
   const utf8 = charset === undefined || ['charset=utf-8', 'charset="utf-8"', 'charset=utf8'].includes(charset);
+  const vendor = /^application\/vnd\.orders\.v([12])\+json$/.exec(media);
+  if (accepted && utf8 && vendor !== null && options.version !== undefined && Number(vendor[1]) !== options.version) {
+    throw new HttpError(415, 'unsupported-media-type', {
+      detail: `Content-Type ${type} is a version ${vendor[1]} body, but the request is served in version ${options.version}.`,
+      ...(options.patch ? { headers: { 'accept-patch': ACCEPT_PATCH } } : {}),
+    });
+  }
   if (accepted && utf8) return;
   const expected = options.patch ? `application/json or ${MERGE_PATCH_TYPE}` : 'application/json';
   throw new HttpError(415, 'unsupported-media-type', {

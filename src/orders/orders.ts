@@ -92,7 +92,7 @@ function itemsOrThrow(items: readonly Item[] | undefined): void {
 
 async function create(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
-  checkJsonContentType(ctx.request.headers.get('content-type'));
+  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
   const body = validate(CreateOrderSchema, parseJson(ctx.body));
   itemsOrThrow(body.items);
   let customerId: number;
@@ -133,12 +133,12 @@ async function change(ctx: RequestContext, changes: OrderChanges): Promise<Respo
 }
 
 async function replace(ctx: RequestContext): Promise<Response> {
-  checkJsonContentType(ctx.request.headers.get('content-type'));
+  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
   return change(ctx, validate(ReplaceOrderSchema, parseJson(ctx.body)));
 }
 
 async function patch(ctx: RequestContext): Promise<Response> {
-  checkJsonContentType(ctx.request.headers.get('content-type'), { patch: true });
+  checkJsonContentType(ctx.request.headers.get('content-type'), { patch: true, version: ctx.version });
   const document = parseJson(ctx.body);
   const nulls = nullMembers(document);
   if (nulls.length > 0) throw validationError(nulls);

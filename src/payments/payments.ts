@@ -61,7 +61,7 @@ interface PaymentInput {
 }
 
 function input(ctx: RequestContext): PaymentInput {
-  checkJsonContentType(ctx.request.headers.get('content-type'));
+  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
   const document = parseJson(ctx.body);
   if (ctx.version === 1) {
     const body = validate(PaymentV1Schema, document);

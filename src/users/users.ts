@@ -49,7 +49,7 @@ async function getUser(ctx: RequestContext): Promise<Response> {
 async function create(ctx: RequestContext): Promise<Response> {
   // SPEC §6: creating users is an admin's act, whatever scopes a token carries.
   if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may create users.' });
-  checkJsonContentType(ctx.request.headers.get('content-type'));
+  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
   const body = validate(NewUserSchema, parseJson(ctx.body));
   let row: UserRow;
   try {
