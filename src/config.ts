@@ -27,6 +27,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** HTTP processes sharing the port (`node:cluster`); more than 1 needs a real PostgreSQL server. */
   readonly workers: number;
+  /** `WEBHOOK_ALLOW_PRIVATE=1`: webhook targets may be private or loopback addresses (tests, local development). */
+  readonly webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -56,6 +58,7 @@ export function loadConfig(env: Env = process.env): Config {
     v1SunsetAt: date(env, 'V1_SUNSET_AT', '2027-06-01T00:00:00Z'),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     workers: integer(env, 'WORKERS', 1, 1, 64),
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
   };
   if (config.workers > 1 && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
     throw new ConfigError('WORKERS above 1 needs DATABASE_URL: the embedded database serves one process');

@@ -2,12 +2,14 @@
 import type { RouteSpec } from './app.ts';
 import { productRoutes } from './catalog/products.ts';
 import { healthRoutes } from './health.ts';
+import { eventRoutes } from './events/routes.ts';
+import { webhookRoutes } from './webhooks/endpoints.ts';
 import { openApiRoute } from './openapi/route.ts';
 import { orderItemRoutes } from './orders/items.ts';
 import { orderRoutes } from './orders/orders.ts';
 import { paymentRoutes } from './payments/payments.ts';
 import { userRoutes } from './users/users.ts';
 
-const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes];
+const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes, ...eventRoutes, ...webhookRoutes];
 
 export const routes: readonly RouteSpec[] = [...api, openApiRoute(api)];

@@ -13,6 +13,7 @@ import { createDemoTokens, seed, type DemoTokens } from './db/seed.ts';
 import { createNodeServer } from './http/node-adapter.ts';
 import { createLogger, type Logger } from './log.ts';
 import { routes } from './routes.ts';
+import { DEFAULT_WORKER_OPTIONS, startDeliveryWorker, type DeliveryWorker, type WorkerOptions } from './webhooks/worker.ts';
 
 export interface StartOptions {
   readonly log?: Logger;
@@ -20,6 +21,8 @@ export interface StartOptions {
   readonly onDemoTokens?: (tokens: DemoTokens) => void;
   /** Fault injection for tests only (see `TestHooks`). */
   readonly hooks?: TestHooks;
+  /** The webhook worker's timings (tests make them short); defaults in src/webhooks/worker.ts. */
+  readonly webhooks?: Partial<Omit<WorkerOptions, 'allowPrivate'>>;
 }
 
 export interface RunningServer {
@@ -39,6 +42,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
   let server: Server | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
+  let worker: DeliveryWorker | undefined;
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info('migrations applied', { migrations: applied });
@@ -51,6 +55,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
     await listen(server, config.port, config.host);
     purgeTimer = schedulePurge(db, log);
+    worker = startDeliveryWorker(db, log, { ...DEFAULT_WORKER_OPTIONS, ...options.webhooks, allowPrivate: config.webhookAllowPrivate });
   } catch (error) {
     server?.close();
     await db.close(0);
@@ -66,21 +71,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db,
     close(graceMs = SHUTDOWN_GRACE_MS) {
       clearInterval(purgeTimer);
-      closing ??= shutdown(running, db, graceMs);
+      closing ??= (async () => {
+        await worker?.stop();
+        await shutdown(running, db, graceMs);
+      })();
       return closing;
     },
   };
 }
 
-/** How often the running server deletes idempotency keys older than 24 hours (SPEC §7). */
+/** How often the running server deletes idempotency keys older than 24 hours (SPEC §7) and events older than 30 days (§15). */
 export const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 function schedulePurge(db: Database, log: Logger): NodeJS.Timeout {
   const timer = setInterval(() => {
-    db.exec('PurgeIdempotencyKeys').then(
-      (count) => log.info('idempotency keys purged', { count }),
-      (error: unknown) => log.warn('idempotency key purge failed', { error: String(error) }),
-    );
+    for (const [statement, what] of [['PurgeIdempotencyKeys', 'idempotency keys'], ['PurgeEvents', 'events']] as const) {
+      db.exec(statement).then(
+        (count) => log.info(`${what} purged`, { count }),
+        (error: unknown) => log.warn(`${what} purge failed`, { error: String(error) }),
+      );
+    }
   }, PURGE_INTERVAL_MS);
   timer.unref();
   return timer;

@@ -17,6 +17,7 @@ describe('loadConfig()', () => {
       v1SunsetAt: new Date('2027-06-01T00:00:00Z'),
       logLevel: 'info',
       workers: 1,
+      webhookAllowPrivate: false,
     });
   });
 
@@ -66,6 +67,7 @@ describe('loadConfig()', () => {
     [{ DATABASE_URL: 'mysql://root@db/orders' }, 'DATABASE_URL must be a postgres:// URL or memory:, got the scheme mysql:'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value'],
     [{ WORKERS: '0' }, 'WORKERS must be an integer from 1 to 64, got "0"'],
+    [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE must be one of 0, 1, got "yes"'],
     [{ WORKERS: '2' }, 'WORKERS above 1 needs DATABASE_URL: the embedded database serves one process'],
   ];
   for (const [env, message] of invalid) {

@@ -33,7 +33,7 @@ describe('migrate()', () => {
     assert.deepEqual(await migrate(db, files), files.map((m) => m.name));
     assert.deepEqual([...(await applied())], files.map((m) => ({ version: m.version, name: m.name, checksum: m.checksum })));
     const tables = await db.sql<{ t: string }[]>`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`;
-    assert.deepEqual(tables.map((r) => r.t), ['api_tokens', 'idempotency_keys', 'order_items', 'orders', 'payments', 'products', 'schema_migrations', 'users']);
+    assert.deepEqual(tables.map((r) => r.t), ['api_tokens', 'events', 'idempotency_keys', 'order_items', 'orders', 'payments', 'products', 'schema_migrations', 'users', 'webhook_attempts', 'webhook_deliveries', 'webhook_endpoints']);
   });
 
   it('applies nothing the second time', async () => {

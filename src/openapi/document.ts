@@ -67,7 +67,7 @@ function problemsOf(route: RouteSpec, version: Version | undefined): Map<number,
   };
   const doc: RouteDoc = route.doc;
   const safe = route.method === 'GET';
-  if (doc.list) add(400, 'invalid-query');
+  if (doc.list || doc.query) add(400, 'invalid-query');
   if (safe || doc.ifMatch || route.method === 'POST') add(400, 'invalid-header');
   if (doc.body) add(400, 'malformed-json');
   if (route.method === 'POST' && route.idempotency === 'required') add(400, 'idempotency-key-missing');
@@ -110,10 +110,11 @@ function parameters(route: RouteSpec, method: string): Json[] {
       },
     );
     for (const filter of Object.keys(list.filters)) {
-      const documented = query?.[filter];
-      if (documented === undefined) throw new OpenApiError(`${route.method} ${route.pattern}: the filter ${filter} has no documentation`);
-      params.push({ name: filter, in: 'query', description: documented.description, schema: documented.schema });
+      if (query?.[filter] === undefined) throw new OpenApiError(`${route.method} ${route.pattern}: the filter ${filter} has no documentation`);
     }
+  }
+  for (const [name, documented] of Object.entries(query ?? {})) {
+    params.push({ name, in: 'query', description: documented.description, schema: documented.schema });
   }
   if (method === 'get' || method === 'head') {
     params.push({ name: 'If-None-Match', in: 'header', description: 'Entity tags (or *): a match answers 304 (weak comparison).', schema: { type: 'string' } });
@@ -138,7 +139,7 @@ function operation(route: RouteSpec, method: string, version: Version | undefine
   const headers = new Set(common);
   if (route.method === 'GET' || (doc.success.schema && doc.success.status !== 204)) headers.add('ETag');
   if (doc.success.status === 201) headers.add('Location');
-  if (doc.list) headers.add('Link');
+  if (doc.list || doc.query) headers.add('Link');
   if (route.method === 'POST') headers.add('Idempotent-Replayed');
   if (version !== undefined || route.auth !== 'public') headers.add('Vary');
   success.headers = Object.fromEntries([...headers].map((h) => [h, header(h)]));

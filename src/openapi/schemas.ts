@@ -9,6 +9,8 @@ import * as v from 'valibot';
 import { CreateOrderSchema, PatchOrderSchema, ReplaceOrderSchema, STATUSES, MAX_QTY } from '../orders/schema.ts';
 import { PaymentV1Schema, PaymentV2Schema } from '../payments/payments.ts';
 import { NewUserSchema } from '../users/user-store.ts';
+import { EVENT_TYPES } from '../events/log.ts';
+import { NewWebhookEndpointSchema } from '../webhooks/endpoints.ts';
 
 const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(Number.MAX_SAFE_INTEGER));
 const Timestamp = v.pipe(v.string(), v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/), v.description('RFC 3339, UTC, with milliseconds'));
@@ -58,6 +60,27 @@ const Problem = v.strictObject({
   ]))),
 });
 
+const Event = v.strictObject({
+  id: Id,
+  type: v.picklist(EVENT_TYPES),
+  createdAt: Timestamp,
+  data: v.pipe(v.unknown(), v.description('the resource\'s version 2 representation; for order.status_changed {"from", "to", "order"}')),
+});
+const EventPage = v.strictObject({
+  data: v.array(Event),
+  meta: v.strictObject({ pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), after: v.nullable(Id), next: v.nullable(Id) }),
+});
+const WebhookEndpoint = v.strictObject({ id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp });
+const NewWebhookSecret = v.strictObject({
+  id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp,
+  secret: v.pipe(v.string(), v.regex(/^whsec_[A-Za-z0-9+/]+=*$/), v.description('shown once: keep it to verify signatures')),
+});
+const Delivery = v.strictObject({
+  id: Id, eventId: Id, eventType: v.picklist(EVENT_TYPES), status: v.picklist(['pending', 'delivered', 'failed']),
+  attempts: v.pipe(v.number(), v.integer(), v.minValue(0)), nextAttemptAt: v.nullable(Timestamp), createdAt: Timestamp,
+  attemptLog: v.array(v.strictObject({ at: Timestamp, status: v.nullable(v.number()), error: v.nullable(v.string()), durationMs: v.number() })),
+});
+
 /** Every named schema of the document, by its name in `components.schemas`. */
 export const SCHEMAS = {
   ProductV1, ProductV2, ProductPageV1: envelope(ProductV1), ProductPageV2: envelope(ProductV2),
@@ -66,6 +89,9 @@ export const SCHEMAS = {
   OrderV1, OrderV2, OrderPageV1: envelope(OrderV1), OrderPageV2: envelope(OrderV2),
   PaymentV1, PaymentV2, PaymentPageV1: envelope(PaymentV1), PaymentPageV2: envelope(PaymentV2),
   Problem,
+  Event, EventPage, WebhookEndpoint, WebhookEndpointWithSecret: NewWebhookSecret, WebhookEndpointPage: envelope(WebhookEndpoint),
+  Delivery, DeliveryPage: envelope(Delivery),
+  NewWebhookEndpoint: NewWebhookEndpointSchema,
   Health: v.strictObject({ status: v.literal('ok') }),
   Ready: v.strictObject({ status: v.literal('ready') }),
   OpenApiDocument: v.pipe(v.record(v.string(), v.unknown()), v.description('this document')),

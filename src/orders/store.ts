@@ -11,7 +11,8 @@ import { validationError } from '../http/json-body.ts';
 import { invalidQuery } from '../http/collection.ts';
 import type { Condition } from '../http/list-query.ts';
 import { HttpError, type ProblemError } from '../http/problem.ts';
-import type { OrderRow } from './representation.ts';
+import { orderRepresentation, type OrderRow } from './representation.ts';
+import { recordEvent } from '../events/log.ts';
 import type { Item, Status } from './schema.ts';
 import { checkTransition } from './transitions.ts';
 
@@ -104,7 +105,9 @@ export async function createOrder(db: Database, customerId: number, items: reado
     const created = await guardTotal(() =>
       db.one<{ id: number }>('InsertOrder', [customerId, currency, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))], tx),
     );
-    return (await db.one<OrderRow>('GetOrder', [created!.id, null], tx)) as OrderRow;
+    const row = (await db.one<OrderRow>('GetOrder', [created!.id, null], tx)) as OrderRow;
+    await recordEvent(db, tx, 'order.created', row.customer_id, orderRepresentation(row, 2));
+    return row;
   });
 }
 
@@ -140,7 +143,7 @@ function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean
  * what the order already has changes nothing, not even `updatedAt`.
  */
 export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<OrderRow> {
-  return db.sql.begin(async (tx) => {
+  return inTransaction(db, undefined, async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
     const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
@@ -172,19 +175,25 @@ export async function updateOrder(db: Database, id: number, principal: Principal
       await db.one('ReplaceOrderItems', [id, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))], tx);
     }
     await guardTotal(() => db.exec('UpdateOrder', [id, customerId, status, currency, itemsChanged], tx));
-    return (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
+    const row = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
+    const representation = orderRepresentation(row, 2);
+    if (customerChanged || itemsChanged) await recordEvent(db, tx, 'order.updated', row.customer_id, representation);
+    if (status !== locked.status) await recordEvent(db, tx, 'order.status_changed', row.customer_id, { from: locked.status, to: status, order: representation });
+    return row;
   });
 }
 
 /** Deletes order `id` (and its items), as `principal`. */
 export async function deleteOrder(db: Database, id: number, principal: Principal, precondition?: Precondition): Promise<void> {
-  await db.sql.begin(async (tx) => {
+  await inTransaction(db, undefined, async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
-    if (precondition) precondition((await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow);
+    const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
+    precondition?.(current);
     if ((await db.one<{ has: boolean }>('OrderHasPayments', [id], tx))?.has) {
       throw new HttpError(409, 'order-has-payments', { detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.` });
     }
+    await recordEvent(db, tx, 'order.deleted', current.customer_id, orderRepresentation(current, 2));
     await db.exec('DeleteOrder', [id], tx);
   });
 }

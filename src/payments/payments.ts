@@ -14,6 +14,8 @@ import { orderBy, where, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
 import { ID_SCHEMA, positiveId } from '../orders/orders.ts';
 import { orderScopedConditions, ownerLimit } from '../orders/store.ts';
+import { orderRepresentation, type OrderRow } from '../orders/representation.ts';
+import { recordEvent } from '../events/log.ts';
 
 export interface PaymentRow {
   id: number;
@@ -91,6 +93,9 @@ async function create(ctx: RequestContext): Promise<Response> {
     const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency], tx)) as PaymentRow;
     await ctx.services.hooks?.afterPaymentInsert?.();
     await db.exec('MarkOrderPaid', [order.id], tx);
+    const paid = (await db.one<OrderRow>('GetOrder', [order.id, null], tx)) as OrderRow;
+    await recordEvent(db, tx, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));
+    await recordEvent(db, tx, 'order.status_changed', paid.customer_id, { from: 'pending', to: 'paid', order: orderRepresentation(paid, 2) });
     return inserted;
   });
   return jsonResponse(paymentRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });

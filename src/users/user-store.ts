@@ -1,8 +1,9 @@
 /** Creating users, shared by `POST /users` and the command-line tool. */
 import * as v from 'valibot';
-import type { Database, Queryable } from '../db/database.ts';
+import { inTransaction, type Database, type Queryable } from '../db/database.ts';
+import { recordEvent } from '../events/log.ts';
 import { UNIQUE_VIOLATION } from '../db/errors.ts';
-import type { UserRow } from './users.ts';
+import { userRepresentation, type UserRow } from './users.ts';
 
 /** The body of a new user; unknown members are refused (SPEC §4: no mass assignment). */
 export const NewUserSchema = v.strictObject({
@@ -19,7 +20,11 @@ export class UserExistsError extends Error {
 /** Inserts `user`; throws `UserExistsError` when the e-mail address is taken (whatever its case). */
 export async function createUser(db: Database, user: NewUser, on?: Queryable): Promise<UserRow> {
   try {
-    return (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role], on)) as UserRow;
+    return await inTransaction(db, on, async (tx) => {
+      const row = (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role], tx)) as UserRow;
+      await recordEvent(db, tx, 'user.created', row.role === 'customer' ? row.id : null, userRepresentation(row));
+      return row;
+    });
   } catch (error) {
     if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) {
       throw new UserExistsError(`a user with the e-mail address ${user.email} exists already`);

@@ -1,0 +1,102 @@
+-- The event log and webhooks (SPEC §15; src/events/*.ts).
+
+-- name: InsertEvent :one
+-- An event, in the transaction of its change, and a pending delivery to every
+-- endpoint subscribed to its type. $1: type, $2: customer id or NULL, $3: data (JSON text).
+WITH event AS (
+  INSERT INTO events (type, customer_id, data)
+  VALUES ($1, $2, $3::text::jsonb)
+  RETURNING id, type
+),
+deliveries AS (
+  INSERT INTO webhook_deliveries (endpoint_id, event_id)
+  SELECT w.id, e.id FROM event e JOIN webhook_endpoints w ON e.type = ANY (w.events)
+  RETURNING id
+)
+SELECT id, (SELECT count(*) FROM deliveries) AS deliveries FROM event;
+
+-- name: FindEventPosition :one
+-- The (xid, id) position of the event a cursor names. $2: the customer a customer is limited to, or NULL.
+SELECT xid::text AS xid, id FROM events WHERE id = $1 AND ($2::bigint IS NULL OR customer_id = $2);
+
+-- name: ListEvents :many
+-- Events after a position, in (xid, id) order, and only of transactions older
+-- than the oldest one still running: an event committed late can never fall
+-- behind a cursor. $1, $2: the position (xid as text, id), $3: type or NULL,
+-- $4: the customer or NULL, $5: page size.
+SELECT e.id, e.type, e.data, e.created_at
+FROM events e
+WHERE (e.xid, e.id) > ($1::text::xid8, $2::bigint)
+  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND ($3::text IS NULL OR e.type = $3)
+  AND ($4::bigint IS NULL OR e.customer_id = $4)
+ORDER BY e.xid, e.id
+LIMIT $5;
+
+-- name: PurgeEvents :exec
+-- Events are kept 30 days; their deliveries go with them.
+DELETE FROM events WHERE created_at <= now() - interval '30 days';
+
+-- name: InsertWebhookEndpoint :one
+INSERT INTO webhook_endpoints (url, events, secret)
+VALUES ($1, $2::text[], $3)
+RETURNING id, url, events, secret, created_at;
+
+-- name: GetWebhookEndpoint :one
+SELECT id, url, events, created_at FROM webhook_endpoints WHERE id = $1;
+
+-- name: ListWebhookEndpoints :many
+-- {{where}}, {{orderBy}}, {{limit}}, {{offset}}: as every list (src/http/collection.ts).
+SELECT id, url, events, created_at, (SELECT count(*) FROM webhook_endpoints WHERE {{where}}) AS total_count
+FROM webhook_endpoints
+WHERE {{where}}
+ORDER BY {{orderBy}}
+LIMIT {{limit}} OFFSET {{offset}};
+
+-- name: CountWebhookEndpoints :one
+SELECT count(*) AS total_count FROM webhook_endpoints WHERE {{where}};
+
+-- name: DeleteWebhookEndpoint :one
+DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id;
+
+-- name: ListDeliveries :many
+-- The deliveries of one endpoint with their attempts. {{where}} always holds the endpoint.
+SELECT d.id, d.event_id, e.type AS event_type, d.status, d.attempts, d.next_attempt_at, d.created_at,
+       coalesce((SELECT json_agg(json_build_object('at', a.attempted_at, 'status', a.status, 'error', a.error, 'durationMs', a.duration_ms) ORDER BY a.id)
+                 FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json) AS attempt_log,
+       (SELECT count(*) FROM webhook_deliveries d WHERE {{where}}) AS total_count
+FROM webhook_deliveries d
+JOIN events e ON e.id = d.event_id
+WHERE {{where}}
+ORDER BY {{orderBy}}
+LIMIT {{limit}} OFFSET {{offset}};
+
+-- name: CountDeliveries :one
+SELECT count(*) AS total_count FROM webhook_deliveries d WHERE {{where}};
+
+-- name: ClaimDeliveries :many
+-- Due deliveries, claimed by moving their due time to the end of a lease: the
+-- row locks last only this statement (SKIP LOCKED: several processes never
+-- claim one delivery twice), the lease the attempt. $1: how many, $2: lease seconds.
+WITH due AS (
+  SELECT id FROM webhook_deliveries
+  WHERE status = 'pending' AND next_attempt_at <= now()
+  ORDER BY next_attempt_at, id
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision)
+FROM due, webhook_endpoints w, events e
+WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
+RETURNING d.id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
+
+-- name: RecordAttempt :exec
+-- $1: delivery, $2: HTTP status or NULL, $3: error or NULL, $4: duration ms.
+INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms) VALUES ($1, $2, $3, $4);
+
+-- name: FinishDelivery :exec
+-- $2: 'delivered', 'failed' or 'pending'; $3: seconds until the next attempt (pending).
+UPDATE webhook_deliveries
+SET status = $2, next_attempt_at = now() + make_interval(secs => $3::double precision)
+WHERE id = $1;

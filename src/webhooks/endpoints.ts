@@ -1,0 +1,111 @@
+/**
+ * Webhook endpoints (SPEC §15), for admins with `webhooks:write`: where
+ * events are POSTed, which types, and the signing secret (shown once).
+ */
+import { randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
+import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
+import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { jsonResponse } from '../http/json.ts';
+import { orderBy, where, type ListSpec } from '../http/list-query.ts';
+import { HttpError } from '../http/problem.ts';
+import { EVENT_TYPES } from '../events/log.ts';
+import { targetProblem } from './targets.ts';
+
+export const NewWebhookEndpointSchema = v.strictObject({
+  url: v.pipe(v.string('must be an http or https URL'), v.maxLength(2048, 'must be at most 2048 characters')),
+  events: v.pipe(
+    v.array(v.picklist(EVENT_TYPES, `must be one of ${EVENT_TYPES.join(', ')}`), 'must be an array of event types'),
+    v.minLength(1, 'must name at least one event type'),
+  ),
+});
+
+interface EndpointRow { id: number; url: string; events: string[]; created_at: Date; secret?: string }
+interface DeliveryRow {
+  id: number; event_id: number; event_type: string; status: string; attempts: number;
+  next_attempt_at: Date; created_at: Date; attempt_log: { at: string; status: number | null; error: string | null; durationMs: number }[];
+}
+
+const endpointRepresentation = (row: EndpointRow) => ({ id: row.id, url: row.url, events: row.events, createdAt: row.created_at });
+
+function adminOnly(ctx: RequestContext): void {
+  if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may manage webhook endpoints.' });
+}
+
+async function create(ctx: RequestContext): Promise<Response> {
+  adminOnly(ctx);
+  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
+  const body = validate(NewWebhookEndpointSchema, parseJson(ctx.body));
+  const problem = await targetProblem(body.url, ctx.services.config.webhookAllowPrivate);
+  if (problem !== undefined) throw validationError([{ pointer: '/url', detail: problem }]);
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const row = (await ctx.services.db.one<EndpointRow>('InsertWebhookEndpoint', [body.url, [...new Set(body.events)], secret], ctx.tx)) as EndpointRow;
+  // The only time the secret leaves the server.
+  return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
+}
+
+const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+
+async function list(ctx: RequestContext): Promise<Response> {
+  adminOnly(ctx);
+  const query = listQueryOf(ctx.url, LIST);
+  const { rows, total } = await fetchPage<EndpointRow>(ctx.services.db, 'ListWebhookEndpoints', 'CountWebhookEndpoints', { orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }) }, [], query);
+  return collectionResponse(ctx.url, rows.map(endpointRepresentation), total, query);
+}
+
+async function endpointOr404(ctx: RequestContext): Promise<EndpointRow> {
+  adminOnly(ctx);
+  const row = await ctx.services.db.one<EndpointRow>('GetWebhookEndpoint', [ctx.params.id as number]);
+  if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
+  return row;
+}
+
+async function getOne(ctx: RequestContext): Promise<Response> {
+  return jsonResponse(endpointRepresentation(await endpointOr404(ctx)));
+}
+
+async function remove(ctx: RequestContext): Promise<Response> {
+  adminOnly(ctx);
+  const deleted = await ctx.services.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
+  if (deleted === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
+  return new Response(null, { status: 204 });
+}
+
+const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+
+async function deliveries(ctx: RequestContext): Promise<Response> {
+  const endpoint = await endpointOr404(ctx);
+  const query = listQueryOf(ctx.url, DELIVERY_LIST);
+  const filter = where([{ sql: (p) => `d.endpoint_id = ${p}`, value: endpoint.id }]);
+  const { rows, total } = await fetchPage<DeliveryRow>(ctx.services.db, 'ListDeliveries', 'CountDeliveries', { where: filter.sql, orderBy: orderBy(query.sort, { id: 'd.id', createdAt: 'd.created_at' }) }, filter.params, query);
+  const data = rows.map((row) => ({
+    id: row.id, eventId: row.event_id, eventType: row.event_type, status: row.status, attempts: row.attempts,
+    nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null, createdAt: row.created_at,
+    attemptLog: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at) })),
+  }));
+  return collectionResponse(ctx.url, data, total, query);
+}
+
+export const webhookRoutes: readonly RouteSpec[] = [
+  {
+    method: 'POST', pattern: '/webhook-endpoints', auth: 'webhooks:write', handler: create,
+    doc: { summary: 'Create a webhook endpoint (admin); the signing secret is shown once', success: { status: 201, schema: 'WebhookEndpointWithSecret' }, body: 'NewWebhookEndpoint', problems: [[422, 'validation']] },
+  },
+  {
+    method: 'GET', pattern: '/webhook-endpoints', auth: 'webhooks:write', handler: list,
+    doc: { summary: 'List webhook endpoints (admin)', success: { status: 200, schema: 'WebhookEndpointPage' }, list: LIST },
+  },
+  {
+    method: 'GET', pattern: '/webhook-endpoints/{id:int}', auth: 'webhooks:write', handler: getOne,
+    doc: { summary: 'Get a webhook endpoint (admin)', success: { status: 200, schema: 'WebhookEndpoint' } },
+  },
+  {
+    method: 'DELETE', pattern: '/webhook-endpoints/{id:int}', auth: 'webhooks:write', handler: remove,
+    doc: { summary: 'Delete a webhook endpoint and its deliveries (admin)', success: { status: 204 } },
+  },
+  {
+    method: 'GET', pattern: '/webhook-endpoints/{id:int}/deliveries', auth: 'webhooks:write', handler: deliveries,
+    doc: { summary: "An endpoint's deliveries, with every attempt and its outcome (admin)", success: { status: 200, schema: 'DeliveryPage' }, list: DELIVERY_LIST },
+  },
+];
