@@ -92,11 +92,12 @@ WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
 RETURNING d.id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
 -- name: RecordAttempt :exec
--- $1: delivery, $2: HTTP status or NULL, $3: error or NULL, $4: duration ms.
-INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms) VALUES ($1, $2, $3, $4);
-
--- name: FinishDelivery :exec
--- $2: 'delivered', 'failed' or 'pending'; $3: seconds until the next attempt (pending).
+-- An attempt and the delivery's new state, together. $1: delivery, $2: HTTP
+-- status or NULL, $3: error or NULL, $4: duration ms, $5: 'delivered',
+-- 'failed' or 'pending', $6: seconds until the next attempt (pending).
+WITH attempt AS (
+  INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms) VALUES ($1, $2, $3, $4)
+)
 UPDATE webhook_deliveries
-SET status = $2, next_attempt_at = now() + make_interval(secs => $3::double precision)
+SET status = $5, next_attempt_at = now() + make_interval(secs => $6::double precision)
 WHERE id = $1;

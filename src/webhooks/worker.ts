@@ -91,8 +91,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     const ok = status !== null && status >= 200 && status < 300;
     const retryIn = options.retryDelaysSeconds[delivery.attempts - 1];
     const outcome = ok ? 'delivered' : retryIn === undefined ? 'failed' : 'pending';
-    await db.exec('RecordAttempt', [delivery.id, status, error, Math.round(performance.now() - started)]);
-    await db.exec('FinishDelivery', [delivery.id, outcome, ok || retryIn === undefined ? 0 : retryIn]);
+    await db.exec('RecordAttempt', [delivery.id, status, error, Math.round(performance.now() - started), outcome, ok || retryIn === undefined ? 0 : retryIn]);
     log.info('webhook attempt', { delivery: delivery.id, event: delivery.event_id, attempt: delivery.attempts, status, outcome, ...(error ? { error } : {}) });
   };
 

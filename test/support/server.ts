@@ -8,7 +8,7 @@ import { SCOPES, type Scope } from '../../src/auth/tokens.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { LogLevel } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { startServer, type RunningServer } from '../../src/server.ts';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server.ts';
 import type { TestHooks } from '../../src/app.ts';
 import { createUser } from '../../src/users/user-store.ts';
 import { seed } from '../../src/db/seed.ts';
@@ -34,14 +34,14 @@ export interface TestServer {
 
 let counter = 0;
 
-export async function startTestServer(env: Record<string, string> = {}, database?: TestDatabase, hooks?: TestHooks): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, database?: TestDatabase, hooks?: TestHooks, webhooks?: StartOptions['webhooks']): Promise<TestServer> {
   const db = database ?? (await createTestDatabase());
   const config: Config = loadConfig({ PORT: '0', LOG_LEVEL: 'info' satisfies LogLevel, RATE_LIMIT: 'off', ...env, DATABASE_URL: env.DATABASE_URL ?? db.url });
   const logs: Record<string, unknown>[] = [];
   const log = createLogger(config.logLevel, (line) => {
     logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  const server = await startServer(config, { log, ...(hooks ? { hooks } : {}) });
+  const server = await startServer(config, { log, ...(hooks ? { hooks } : {}), ...(webhooks ? { webhooks } : {}) });
   // The embedded database seeds itself when created; a real server's never does.
   if (!server.db.created) await seed(server.db);
   return {
