@@ -12,10 +12,10 @@ export interface ServiceProcess {
 }
 
 /** Spawns `src/main.ts` with `env` over this process's environment (`DATABASE_URL` only when `env` names it). */
-export function spawnService(env: Record<string, string>): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
+export function spawnService(env: Record<string, string>, entry = 'src/main.ts'): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
   if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: full });
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: full });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -24,8 +24,8 @@ export function spawnService(env: Record<string, string>): { process: ChildProce
 }
 
 /** Spawns the service and resolves once it prints where it listens (matching `ready`, whose group 1 is the URL). */
-export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/): Promise<ServiceProcess> {
-  const service = spawnService(env);
+export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/, entry?: string): Promise<ServiceProcess> {
+  const service = spawnService(env, entry);
   const url = await new Promise<string>((resolve, reject) => {
     const check = () => {
       const match = ready.exec(service.stderr());
