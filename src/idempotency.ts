@@ -13,6 +13,7 @@ import type { Principal } from './auth/authenticator.ts';
 import type { Database, Queryable } from './db/database.ts';
 import { HttpError, problemResponse } from './http/problem.ts';
 import { isStored, STORED_HEADERS } from './http/idempotency-key.ts';
+import { markFinished } from './http/semantics.ts';
 
 export interface IdempotentRequest {
   readonly principal: Principal;
@@ -79,6 +80,7 @@ export async function runIdempotent(
       if (value !== null) headers[name] = value;
     }
     await db.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body], tx);
-    return new Response(body, { status: response.status, headers: response.headers });
+    const rebuilt = new Response(body, { status: response.status, headers: response.headers });
+    return response.status < 300 ? markFinished(rebuilt) : rebuilt;
   });
 }

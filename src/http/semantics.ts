@@ -27,7 +27,23 @@ export interface FinishOptions {
  */
 const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires'];
 
+/** Responses `finish()` produced: finishing one again would hash and copy the same bytes twice. */
+const finished = new WeakSet<Response>();
+
 export async function finish(request: Request, response: Response, options: FinishOptions): Promise<Response> {
+  if (finished.has(response)) return response;
+  const result = await finishOnce(request, response, options);
+  finished.add(result);
+  return result;
+}
+
+/** Marks `response` as finished: a copy of a finished response with the same bytes and headers. */
+export function markFinished(response: Response): Response {
+  finished.add(response);
+  return response;
+}
+
+async function finishOnce(request: Request, response: Response, options: FinishOptions): Promise<Response> {
   const headers = new Headers(response.headers);
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
   const safe = request.method === 'GET' || request.method === 'HEAD';
