@@ -71,10 +71,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db,
     close(graceMs = SHUTDOWN_GRACE_MS) {
       clearInterval(purgeTimer);
-      closing ??= (async () => {
-        await worker?.stop();
-        await shutdown(running, db, graceMs);
-      })();
+      // Stop accepting at once; the worker stops alongside (aborting its
+      // attempts, which are recorded and retried later); the database last.
+      closing ??= shutdown(running, db, graceMs, worker?.stop() ?? Promise.resolve());
       return closing;
     },
   };
@@ -83,15 +82,18 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 /** How often the running server deletes idempotency keys older than 24 hours (SPEC §7) and events older than 30 days (§15). */
 export const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
+/** Purges at start (a process restarted more often than hourly still purges) and then hourly. */
 function schedulePurge(db: Database, log: Logger): NodeJS.Timeout {
-  const timer = setInterval(() => {
+  const purge = () => {
     for (const [statement, what] of [['PurgeIdempotencyKeys', 'idempotency keys'], ['PurgeEvents', 'events']] as const) {
       db.exec(statement).then(
         (count) => log.info(`${what} purged`, { count }),
         (error: unknown) => log.warn(`${what} purge failed`, { error: String(error) }),
       );
     }
-  }, PURGE_INTERVAL_MS);
+  };
+  purge();
+  const timer = setInterval(purge, PURGE_INTERVAL_MS);
   timer.unref();
   return timer;
 }
@@ -106,7 +108,7 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, db: Database, graceMs: number): Promise<void> {
+async function shutdown(server: Server, db: Database, graceMs: number, workerStopped: Promise<void>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Keep-alive connections with no request in flight would hold close() open.
   server.closeIdleConnections();
@@ -119,5 +121,6 @@ async function shutdown(server: Server, db: Database, graceMs: number): Promise<
   });
   await Promise.race([closed, grace]);
   clearTimeout(timer);
+  await workerStopped;
   await db.close();
 }

@@ -177,11 +177,20 @@ describe('webhook endpoints', () => {
     }
   });
 
+  it('stores the target in normal form', async () => {
+    const created = await (await send('POST', '/v2/webhook-endpoints', admin, { url: ' HTTP://127.0.0.1:9/Hooks ', events: ['order.created'] })).json();
+    assert.equal(created.url, 'http://127.0.0.1:9/Hooks');
+    await send('DELETE', `/v2/webhook-endpoints/${created.id}`, admin);
+  });
+
   it('refuses private and loopback targets unless WEBHOOK_ALLOW_PRIVATE=1', async () => {
     const strict = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '0' });
     try {
       const root = await strict.user('admin');
-      for (const url of ['http://127.0.0.1:8080/', 'http://localhost/', 'http://10.0.0.7/', 'http://[::1]/', 'http://169.254.169.254/latest', 'http://[::ffff:192.168.1.1]/']) {
+      for (const url of [
+        'http://127.0.0.1:8080/', 'http://localhost/', 'http://10.0.0.7/', 'http://[::1]/', 'http://169.254.169.254/latest', 'http://[::ffff:192.168.1.1]/',
+        'http://2130706433/', 'http://0x7f.1/', 'http://[::7f00:1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[fec0::1]/', 'http://[2001::1]/',
+      ]) {
         const response = await strict.fetch('/v2/webhook-endpoints', { method: 'POST', headers: { ...bearer(root.token), ...json }, body: JSON.stringify({ url, events: ['order.created'] }) });
         assert.equal(response.status, 422, url);
         assert.equal((await response.json()).errors[0].detail, 'must not point at a private, loopback or link-local address');
@@ -240,6 +249,20 @@ describe('webhook deliveries', () => {
     } finally {
       await receiver.close();
     }
+  });
+
+  it('drop the late result of an attempt whose delivery was claimed again (fencing)', async () => {
+    const endpoint = await (await send('POST', '/v2/webhook-endpoints', admin, { url: 'http://127.0.0.1:9/never', events: ['order.deleted'] })).json();
+    await send('DELETE', `/v2/webhook-endpoints/${endpoint.id}`, admin);
+    const db = t.server.db;
+    const [event] = await db.sql<{ id: number }[]>`INSERT INTO events (type, data) VALUES ('order.deleted', '{}') RETURNING id`;
+    const [other] = await db.sql<{ id: number }[]>`INSERT INTO webhook_endpoints (url, events, secret) VALUES ('http://127.0.0.1:9/x', '{order.deleted}', 'whsec_eA==') RETURNING id`;
+    const [delivery] = await db.sql<{ id: number }[]>`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, status, next_attempt_at) VALUES (${other!.id}, ${event!.id}, 2, 'delivered', now()) RETURNING id`;
+    // Attempt 1's result arrives after attempt 2 delivered it: it must change nothing.
+    assert.equal(await db.one('RecordAttempt', [delivery!.id, 500, null, 10, 'pending', 5, 1]), undefined);
+    const [row] = await db.sql<{ status: string; attempts: number; n: number }[]>`SELECT status, attempts, (SELECT count(*)::int FROM webhook_attempts WHERE delivery_id = ${delivery!.id}) AS n FROM webhook_deliveries WHERE id = ${delivery!.id}`;
+    assert.deepEqual({ ...row }, { status: 'delivered', attempts: 2, n: 0 });
+    await db.sql`DELETE FROM webhook_endpoints WHERE id = ${other!.id}`;
   });
 
   it('fail after the last retry', async () => {

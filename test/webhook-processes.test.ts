@@ -15,6 +15,7 @@ import { createUser } from '../src/users/user-store.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
 import { startService, type ServiceProcess } from './support/process.ts';
 import { startReceiver } from './support/receiver.ts';
+import { startTestServer } from './support/server.ts';
 
 const ENTRY = 'test/support/fast-webhooks-main.ts';
 
@@ -71,6 +72,27 @@ describe('webhook delivery across processes', { skip: REAL_SERVER_URL ? false : 
       }
     } finally {
       await stop(first);
+      await receiver.close();
+    }
+  });
+
+  it('shutdown aborts an attempt in flight, records it, and leaves the delivery to retry', async () => {
+    const receiver = await startReceiver(() => null);
+    // A minute-long time-out: only the shutdown can end this attempt.
+    const server = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, database, undefined, { pollMs: 20, leaseSeconds: 120, retryDelaysSeconds: [1], timeoutMs: 60_000 });
+    try {
+      const created = await server.fetch('/v2/webhook-endpoints', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: receiver.url, events: ['order.created'] }) });
+      const endpoint = await created.json();
+      await server.fetch('/v1/orders', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ customerId, items: [{ productId: 1, qty: 1 }] }) });
+      await receiver.waitFor(1);
+      await server.close();
+      const [delivery] = await db.sql<{ status: string; attempts: number; error: string }[]>`
+        SELECT d.status, d.attempts, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.endpoint_id = ${endpoint.id}`;
+      assert.equal(delivery?.status, 'pending');
+      assert.equal(delivery?.attempts, 1);
+      assert.match(delivery?.error ?? '', /shutting down/);
+    } finally {
+      await server.close();
       await receiver.close();
     }
   });

@@ -10,28 +10,44 @@ WITH event AS (
 ),
 deliveries AS (
   INSERT INTO webhook_deliveries (endpoint_id, event_id)
-  SELECT w.id, e.id FROM event e JOIN webhook_endpoints w ON e.type = ANY (w.events)
+  -- FOR KEY SHARE: an endpoint deleted meanwhile drops out instead of failing the change.
+  SELECT w.id, e.id FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
   RETURNING id
 )
 SELECT id, (SELECT count(*) FROM deliveries) AS deliveries FROM event;
 
 -- name: FindEventPosition :one
--- The (xid, id) position of the event a cursor names. $2: the customer a customer is limited to, or NULL.
-SELECT xid::text AS xid, id FROM events WHERE id = $1 AND ($2::bigint IS NULL OR customer_id = $2);
+-- The (xid, id) position of the event a cursor names, if it is readable yet
+-- (an id seen in a webhook may be ahead of the readable log). $2: the
+-- customer a customer is limited to, or NULL.
+SELECT xid::text AS xid, id FROM events
+WHERE id = $1 AND ($2::bigint IS NULL OR customer_id = $2)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot());
 
 -- name: ListEvents :many
 -- Events after a position, in (xid, id) order, and only of transactions older
 -- than the oldest one still running: an event committed late can never fall
 -- behind a cursor. $1, $2: the position (xid as text, id), $3: type or NULL,
--- $4: the customer or NULL, $5: page size.
+-- $4: page size. For admins (every event).
 SELECT e.id, e.type, e.data, e.created_at
 FROM events e
 WHERE (e.xid, e.id) > ($1::text::xid8, $2::bigint)
   AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
   AND ($3::text IS NULL OR e.type = $3)
-  AND ($4::bigint IS NULL OR e.customer_id = $4)
 ORDER BY e.xid, e.id
-LIMIT $5;
+LIMIT $4;
+
+-- name: ListCustomerEvents :many
+-- As ListEvents, for one customer (its own statement, so that its plan uses
+-- events_customer_xid_id_idx). $5: the customer.
+SELECT e.id, e.type, e.data, e.created_at
+FROM events e
+WHERE e.customer_id = $5
+  AND (e.xid, e.id) > ($1::text::xid8, $2::bigint)
+  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND ($3::text IS NULL OR e.type = $3)
+ORDER BY e.xid, e.id
+LIMIT $4;
 
 -- name: PurgeEvents :exec
 -- Events are kept 30 days; their deliveries go with them.
@@ -91,13 +107,18 @@ FROM due, webhook_endpoints w, events e
 WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
 RETURNING d.id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
--- name: RecordAttempt :exec
--- An attempt and the delivery's new state, together. $1: delivery, $2: HTTP
--- status or NULL, $3: error or NULL, $4: duration ms, $5: 'delivered',
--- 'failed' or 'pending', $6: seconds until the next attempt (pending).
-WITH attempt AS (
-  INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms) VALUES ($1, $2, $3, $4)
+-- name: RecordAttempt :one
+-- An attempt and the delivery's new state, together, only if the delivery is
+-- still this attempt's ($7: the attempt number it was claimed with): a late
+-- result never overwrites a newer attempt's. $1: delivery, $2: HTTP status or
+-- NULL, $3: error or NULL, $4: duration ms, $5: 'delivered', 'failed' or
+-- 'pending', $6: seconds until the next attempt (pending).
+WITH updated AS (
+  UPDATE webhook_deliveries
+  SET status = $5, next_attempt_at = now() + make_interval(secs => $6::double precision)
+  WHERE id = $1 AND attempts = $7 AND status = 'pending'
+  RETURNING id
 )
-UPDATE webhook_deliveries
-SET status = $5, next_attempt_at = now() + make_interval(secs => $6::double precision)
-WHERE id = $1;
+INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms)
+SELECT id, $2, $3, $4 FROM updated
+RETURNING delivery_id;

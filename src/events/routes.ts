@@ -49,7 +49,9 @@ async function listEvents(ctx: RequestContext): Promise<Response> {
     if (found === undefined) throw invalidQuery([{ parameter: 'after', detail: `names no event (${after}) of yours that is still kept` }]);
     position = found;
   }
-  const rows = await ctx.services.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, owner, pageSize]);
+  const rows = owner === null
+    ? await ctx.services.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
+    : await ctx.services.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
   const last = rows.at(-1)?.id ?? after ?? null;
   const next = new URLSearchParams(ctx.url.search);
   if (last !== null) next.set('after', String(last));

@@ -11,7 +11,7 @@ import { jsonResponse } from '../http/json.ts';
 import { orderBy, where, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
 import { EVENT_TYPES } from '../events/log.ts';
-import { targetProblem } from './targets.ts';
+import { checkTarget } from './targets.ts';
 
 export const NewWebhookEndpointSchema = v.strictObject({
   url: v.pipe(v.string('must be an http or https URL'), v.maxLength(2048, 'must be at most 2048 characters')),
@@ -37,10 +37,11 @@ async function create(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
   checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
   const body = validate(NewWebhookEndpointSchema, parseJson(ctx.body));
-  const problem = await targetProblem(body.url, ctx.services.config.webhookAllowPrivate);
-  if (problem !== undefined) throw validationError([{ pointer: '/url', detail: problem }]);
+  const target = await checkTarget(body.url, ctx.services.config.webhookAllowPrivate);
+  if (!target.ok) throw validationError([{ pointer: '/url', detail: target.problem }]);
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
-  const row = (await ctx.services.db.one<EndpointRow>('InsertWebhookEndpoint', [body.url, [...new Set(body.events)], secret], ctx.tx)) as EndpointRow;
+  // Stored in normal form (scheme and host lower-case, no stray white space).
+  const row = (await ctx.services.db.one<EndpointRow>('InsertWebhookEndpoint', [target.href, [...new Set(body.events)], secret], ctx.tx)) as EndpointRow;
   // The only time the secret leaves the server.
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }

@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { eventRepresentation, type EventRow } from '../events/log.ts';
 import type { Logger } from '../log.ts';
-import { targetProblem } from './targets.ts';
+import { postJson } from './transport.ts';
 
 export interface WorkerOptions {
   /** How often to look for due deliveries. */
@@ -54,13 +54,15 @@ export function sign(secret: string, id: string, timestamp: number, body: string
 }
 
 export interface DeliveryWorker {
-  /** Stops claiming and waits for the attempts in flight. */
+  /** Stops claiming, aborts the attempts in flight, and waits until they are recorded. */
   stop(): Promise<void>;
 }
 
 export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOptions): DeliveryWorker {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  // Aborts the attempts in flight on stop(): they are recorded as failed and retried later.
+  const aborted = new AbortController();
   let running: Promise<void> = Promise.resolve();
 
   const attempt = async (delivery: Claimed): Promise<void> => {
@@ -68,30 +70,19 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     const body = JSON.stringify(eventRepresentation({ id: delivery.event_id, type: delivery.type, data: delivery.data, created_at: delivery.created_at }));
     const timestamp = Math.floor(Date.now() / 1000);
     const started = performance.now();
-    let status: number | null = null;
-    let error: string | null = null;
-    const problem = await targetProblem(delivery.url, options.allowPrivate);
-    if (problem !== undefined) {
-      error = `target refused: ${problem}`;
-    } else {
-      try {
-        const response = await fetch(delivery.url, {
-          method: 'POST',
-          redirect: 'manual',
-          signal: AbortSignal.timeout(options.timeoutMs),
-          headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(delivery.secret, id, timestamp, body) },
-          body,
-        });
-        status = response.status;
-        await response.body?.cancel();
-      } catch (cause) {
-        error = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-      }
-    }
+    const { status, error } = await postJson(
+      delivery.url,
+      { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(delivery.secret, id, timestamp, body) },
+      body,
+      { timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate, signal: aborted.signal },
+    );
     const ok = status !== null && status >= 200 && status < 300;
     const retryIn = options.retryDelaysSeconds[delivery.attempts - 1];
     const outcome = ok ? 'delivered' : retryIn === undefined ? 'failed' : 'pending';
-    await db.exec('RecordAttempt', [delivery.id, status, error, Math.round(performance.now() - started), outcome, ok || retryIn === undefined ? 0 : retryIn]);
+    // Fenced by the attempt number: if this attempt outlived its lease and
+    // another process claimed the delivery since, its result is dropped.
+    const recorded = await db.one('RecordAttempt', [delivery.id, status, error, Math.round(performance.now() - started), outcome, ok || retryIn === undefined ? 0 : retryIn, delivery.attempts]);
+    if (recorded === undefined) log.warn('webhook attempt outlived its lease; result dropped', { delivery: delivery.id, attempt: delivery.attempts, status });
     log.info('webhook attempt', { delivery: delivery.id, event: delivery.event_id, attempt: delivery.attempts, status, outcome, ...(error ? { error } : {}) });
   };
 
@@ -118,6 +109,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      aborted.abort();
       await running;
     },
   };
