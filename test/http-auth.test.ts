@@ -4,12 +4,12 @@ import { after, before, describe, it } from 'node:test';
 import { createAuthenticator } from '../src/auth/authenticator.ts';
 import { createToken, revokeToken } from '../src/auth/token-store.ts';
 import { HttpError } from '../src/http/problem.ts';
-import { bearer, startTestServer, type TestServer } from './support/server.ts';
+import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 let t: TestServer;
-let admin: { id: number; token: string; tokenId: number };
-let alice: { id: number; token: string; tokenId: number };
-let bob: { id: number; token: string; tokenId: number };
+let admin: Account;
+let alice: Account;
+let bob: Account;
 before(async () => {
   t = await startTestServer();
   admin = await t.user('admin');

@@ -4,10 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { bearer, startTestServer, type TestServer } from './support/server.ts';
+import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 let t: TestServer;
-type Account = { id: number; token: string; tokenId: number };
 let admin: Account;
 let alice: Account;
 let bob: Account;

@@ -6,21 +6,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import CachePolicy from 'http-cache-semantics';
-import { bearer, startTestServer, type TestServer } from './support/server.ts';
+import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 import { REAL_SERVER_URL } from './support/database.ts';
 
 const V1 = 'application/vnd.orders.v1+json';
 const V2 = 'application/vnd.orders.v2+json';
 
 let t: TestServer;
-type Account = { id: number; token: string; tokenId: number };
-let admin: Account;
 let alice: Account;
 let orderId: number;
 
 before(async () => {
   t = await startTestServer({ CACHE_MAX_AGE: '30', V1_DEPRECATED_AT: '2026-12-01T00:00:00Z', V1_SUNSET_AT: '2099-06-01T00:00:00Z' });
-  admin = await t.user('admin');
   alice = await t.user('customer');
   const response = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":2}]}' });
   orderId = (await response.json()).id;

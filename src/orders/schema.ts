@@ -5,6 +5,7 @@
  * twice) are checked in `checkItems()`.
  */
 import * as v from 'valibot';
+import { jsonPointer } from '../http/json-body.ts';
 import type { ProblemError } from '../http/problem.ts';
 
 export const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
@@ -69,7 +70,7 @@ export function nullMembers(patch: unknown): ProblemError[] {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return [];
   return Object.entries(patch)
     .filter(([, value]) => value === null)
-    .map(([key]) => ({ pointer: `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`, detail: 'must not be null: no member of an order can be removed' }));
+    .map(([key]) => ({ pointer: jsonPointer([key]), detail: 'must not be null: no member of an order can be removed' }));
 }
 
 /** A product may appear once per order (SPEC §4). */

@@ -19,6 +19,9 @@ import { AssertionError } from 'node:assert';
 /** One contract for every server of a test file: the document is the same. */
 export const contract = createContract();
 
+/** A user of a test server and their token (every scope unless said otherwise). */
+export type Account = { id: number; token: string; tokenId: number };
+
 export interface TestServer {
   readonly server: RunningServer;
   readonly database: TestDatabase;
@@ -28,7 +31,7 @@ export interface TestServer {
   /** `fetch` of a path on this server. */
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** A new user and a token for them with `scopes` (default: every scope). */
-  user(role: 'customer' | 'admin', scopes?: readonly Scope[]): Promise<{ id: number; token: string; tokenId: number }>;
+  user(role: 'customer' | 'admin', scopes?: readonly Scope[]): Promise<Account>;
   close(): Promise<void>;
 }
 
