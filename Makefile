@@ -27,6 +27,8 @@ test: typecheck
 clean:
 	rm -rf coverage
 
-# The benchmark (SPEC §14): on DATABASE_URL, or the embedded database when unset.
+# The benchmark (SPEC §14): on DATABASE_URL, or the embedded database when unset
+# (then without the peer, which needs a server two processes can reach). The
+# server runs with every feature on; load from wrk when installed, else autocannon.
 bench: node_modules/.package-lock.json
 	node --import tsx bench/run.ts

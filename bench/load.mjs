@@ -1,42 +1,179 @@
-// The load generator, run as its own process (SPEC §14): autocannon against
-// one scenario, a warm-up and then a measured run. Reads the scenario as
-// JSON in argv[2]; prints the result as one JSON line on stdout.
+// The load generator, run as its own process (SPEC §14): one scenario, a
+// warm-up and then a measured run, with wrk (C, light on a shared machine)
+// or autocannon (JavaScript; bench/run.ts falls back to it when wrk is not
+// installed). Reads the scenario as JSON in argv[2]; prints the result as
+// one JSON line on stdout.
+//
+// The server's CPU time per request is read from /proc around the measured
+// run only: utime + stime of `cpuPids` and their children (a WORKERS=N
+// primary's workers), divided by the responses completed. It is the cost a
+// change can be judged by on a noisy machine, where req/s moves with
+// whatever else runs.
 import autocannon from 'autocannon';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const scenario = JSON.parse(process.argv[2]);
-const { url, connections, warmupSeconds, durationSeconds, method, paths, headers, body, freshIdempotencyKey } = scenario;
+const { tool = 'autocannon', url, connections, warmupSeconds, durationSeconds, method, paths, headers, body, freshIdempotencyKey, cpuPids = [] } = scenario;
 
-let sequence = 0;
-const request = {
-  method,
-  path: paths[0],
-  headers,
-  ...(body === undefined ? {} : { body }),
-  setupRequest(req) {
-    sequence += 1;
-    const path = paths.length === 1 ? paths[0] : paths[Math.floor(Math.random() * paths.length)];
-    const next = { ...req, path };
-    if (freshIdempotencyKey) next.headers = { ...headers, 'idempotency-key': `bench-${process.pid}-${Date.now()}-${sequence}` };
-    return next;
-  },
-};
+const CLOCK_TICKS = clockTicks();
 
-function run(duration) {
+function clockTicks() {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+/** utime + stime in clock ticks of `pid` (all its threads) and of its children. */
+function cpuTicks(pids) {
+  let ticks = 0;
+  for (const pid of pids) {
+    let children = [];
+    try {
+      children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch { /* gone, or no children */ }
+    for (const p of [pid, ...children]) {
+      try {
+        // Fields after the command name, which may hold spaces: state is
+        // field 3, utime field 14, stime field 15 (proc(5)).
+        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        ticks += Number(fields[11]) + Number(fields[12]);
+      } catch { /* exited */ }
+    }
+  }
+  return ticks;
+}
+
+/** Runs `measure` between two CPU readings; adds cpuMsPerRequest to its result. */
+async function measured(measure) {
+  const before = cpuTicks(cpuPids);
+  const result = await measure();
+  const cpuMs = ((cpuTicks(cpuPids) - before) * 1000) / CLOCK_TICKS;
+  return { ...result, cpuMsPerRequest: cpuPids.length === 0 || result.requests === 0 ? null : Math.round((cpuMs / result.requests) * 1000) / 1000 };
+}
+
+/** Requests answered 2xx or 304 count as successes; everything else, and socket errors, as errors. */
+function summarize(rps, p50, p99, socketErrors, statusCodes) {
+  const total = Object.values(statusCodes).reduce((n, c) => n + c, 0);
+  const ok = Object.entries(statusCodes).filter(([code]) => code.startsWith('2') || code === '304').reduce((n, [, c]) => n + c, 0);
+  return { rps: Math.round(rps), p50, p99, requests: total, errors: socketErrors + (total - ok), statusCodes };
+}
+
+// ---- autocannon ----
+
+function runAutocannon(duration) {
+  let sequence = 0;
+  const request = {
+    method,
+    path: paths[0],
+    headers,
+    ...(body === undefined ? {} : { body }),
+    setupRequest(req) {
+      sequence += 1;
+      const path = paths.length === 1 ? paths[0] : paths[Math.floor(Math.random() * paths.length)];
+      const next = { ...req, path };
+      if (freshIdempotencyKey) next.headers = { ...headers, 'idempotency-key': `bench-${process.pid}-${Date.now()}-${sequence}` };
+      return next;
+    },
+  };
   return new Promise((resolve, reject) => {
-    autocannon({ url, connections, duration, requests: [request] }, (error, result) => (error ? reject(error) : resolve(result)));
+    autocannon({ url, connections, duration, requests: [request] }, (error, result) => {
+      if (error) return reject(error);
+      const codes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]));
+      resolve(summarize(result.requests.average, result.latency.p50, result.latency.p99, result.errors + result.timeouts, codes));
+    });
   });
 }
 
-await run(warmupSeconds);
-const result = await run(durationSeconds);
-const codes = result.statusCodeStats ?? {};
-const ok = Object.entries(codes).filter(([code]) => code.startsWith('2') || code === '304').reduce((n, [, s]) => n + s.count, 0);
-const total = Object.values(codes).reduce((n, s) => n + s.count, 0);
-process.stdout.write(JSON.stringify({
-  rps: Math.round(result.requests.average),
-  p50: result.latency.p50,
-  p99: result.latency.p99,
-  requests: total,
-  errors: result.errors + result.timeouts + (total - ok),
-  statusCodes: Object.fromEntries(Object.entries(codes).map(([code, s]) => [code, s.count])),
-}) + '\n');
+// ---- wrk ----
+
+/** A Lua string literal of ASCII text. */
+function lua(text) {
+  return `"${[...text].map((c) => {
+    const code = c.charCodeAt(0);
+    if (code > 126) throw new Error(`bench: non-ASCII text in a wrk script: ${text}`);
+    return c === '"' || c === '\\' ? `\\${c}` : code < 32 ? `\\${code}` : c;
+  }).join('')}"`;
+}
+
+/**
+ * The wrk script of the scenario: static method, headers and body; a random
+ * path per request and a fresh Idempotency-Key where the scenario asks; the
+ * status codes counted per thread and summed in done(), which prints the
+ * result as one JSON line.
+ */
+function wrkScript(keyPrefix) {
+  const dynamic = paths.length > 1 || freshIdempotencyKey;
+  return `
+wrk.method = ${lua(method)}
+${Object.entries(headers).map(([name, value]) => `wrk.headers[${lua(name)}] = ${lua(value)}`).join('\n')}
+${body === undefined ? '' : `wrk.body = ${lua(body)}`}
+local paths = { ${paths.map(lua).join(', ')} }
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("tid", #threads)
+end
+statuses = {}
+local sequence = 0
+function init(args)
+  math.randomseed(os.time() * 100 + tid)
+end
+${dynamic ? `
+function request()
+  sequence = sequence + 1
+  ${freshIdempotencyKey ? `wrk.headers["idempotency-key"] = ${lua(keyPrefix)} .. tid .. "-" .. sequence` : ''}
+  return wrk.format(nil, paths[math.random(#paths)])
+end` : ''}
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+function done(summary, latency, requests)
+  local codes = {}
+  for _, thread in ipairs(threads) do
+    for code, n in pairs(thread:get("statuses")) do
+      table.insert(codes, string.format('[%d,%d]', code, n))
+    end
+  end
+  local e = summary.errors
+  io.write(string.format('{"durationUs":%d,"requests":%d,"socketErrors":%d,"p50Us":%d,"p99Us":%d,"statusCodes":[%s]}\\n',
+    summary.duration, summary.requests, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99), table.concat(codes, ",")))
+end
+`;
+}
+
+async function runWrk(duration, keyPrefix) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+  try {
+    const script = join(dir, 'scenario.lua');
+    writeFileSync(script, wrkScript(keyPrefix));
+    const threads = Math.min(2, connections);
+    const child = spawn('wrk', ['-t', String(threads), '-c', String(connections), '-d', `${Math.max(1, Math.round(duration))}s`, '--timeout', '10s', '-s', script, `${url}${paths[0]}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d.toString()));
+    const code = await new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', resolve);
+    });
+    const line = out.split('\n').find((l) => l.startsWith('{"durationUs"'));
+    if (code !== 0 || line === undefined) throw new Error(`wrk exited with ${code}: ${out}`);
+    const raw = JSON.parse(line);
+    // [code, count] per thread: several threads may report one code.
+    const statusCodes = {};
+    for (const [code, n] of raw.statusCodes) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+    return summarize(raw.requests / (raw.durationUs / 1e6), raw.p50Us / 1000, raw.p99Us / 1000, raw.socketErrors, statusCodes);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const run = tool === 'wrk' ? (duration, phase) => runWrk(duration, `bench-${process.pid}-${Date.now()}-${phase}-`) : (duration) => runAutocannon(duration);
+if (warmupSeconds > 0) await run(warmupSeconds, 'warm');
+const result = await measured(() => run(durationSeconds, 'run'));
+process.stdout.write(JSON.stringify({ tool, ...result }) + '\n');

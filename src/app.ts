@@ -10,8 +10,8 @@ import { insufficientScope, type Authenticator, type Principal } from './auth/au
 import type { Scope } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
-import { isDatabaseUnavailable } from './db/errors.ts';
-import { readBody } from './http/body.ts';
+import { isDatabaseUnavailable, withDeadline } from './db/errors.ts';
+import { ClientAbortError, readBody } from './http/body.ts';
 import { ACCEPT_PATCH } from './http/json-body.ts';
 import type { ClientInfo } from './http/node-adapter.ts';
 import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
@@ -19,9 +19,9 @@ import type { ListSpec } from './http/list-query.ts';
 import type { SchemaName } from './openapi/schemas.ts';
 import { createRouter, type Method, type Params, type Route } from './http/router.ts';
 import { errorFields, type Logger } from './log.ts';
-import { negotiate, type Version } from './http/negotiation.ts';
-import { createRateLimiter, rateLimitField, type RateDecision } from './http/rate-limit.ts';
-import { finish, versionPolicy, type CachePolicy } from './http/semantics.ts';
+import { JSON_TYPE, negotiate, type Version } from './http/negotiation.ts';
+import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from './http/rate-limit.ts';
+import { finish, notModifiedEarly, versionPolicy, type CachePolicy } from './http/semantics.ts';
 import { fingerprint, parseIdempotencyKey } from './http/idempotency-key.ts';
 import { runIdempotent } from './idempotency.ts';
 import type { Queryable } from './db/database.ts';
@@ -31,6 +31,8 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
+  /** How long a request may wait for the database in all (SPEC §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
+  readonly databaseDeadlineMs?: number;
   /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
   readonly hooks?: TestHooks;
 }
@@ -38,6 +40,8 @@ export interface Services {
 export interface TestHooks {
   /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
   afterPaymentInsert?(): Promise<void>;
+  /** The rate limiter's table bound (default `DEFAULT_MAX_KEYS`), small so that a test can overfill it. */
+  readonly rateLimitMaxKeys?: number;
 }
 
 export interface RequestContext {
@@ -46,6 +50,8 @@ export interface RequestContext {
   readonly params: Params;
   /** The API version the request is served in: the path's prefix, else 1 (SPEC §8). */
   readonly version: 1 | 2;
+  /** The negotiated media type of the response body (SPEC §8); `application/json` outside the API versions. */
+  readonly contentType: string;
   readonly requestId: string;
   /** The request body, already read within the limits (empty for GET and HEAD). */
   readonly body: Uint8Array;
@@ -74,6 +80,14 @@ export interface RouteSpec {
   readonly cache?: CachePolicy;
   /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
+  /**
+   * The entity tag the handler's 200 will carry, found without building the
+   * representation (SPEC §9: an order's revision). When given, a GET or HEAD
+   * with `If-None-Match` is answered 304 from it alone, before the handler
+   * runs; the handler must then set the same tag as its `ETag`. It refuses
+   * (404) exactly as the handler would.
+   */
+  readonly currentTag?: (ctx: RequestContext) => Promise<string>;
   /** What the OpenAPI document says of this route (src/openapi/document.ts). */
   readonly doc: RouteDoc;
 }
@@ -100,6 +114,8 @@ export interface RouteDoc {
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
 
+/** SPEC §11: a request waits at most 5 s in all for the database, then gets 503. */
+export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
 // SPEC §13: 1–128 visible ASCII characters.
@@ -108,7 +124,14 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export function createApp(services: Services, routes: readonly RouteSpec[]): App {
   const router = createRouter<RouteSpec>(routes.map((r): Route<RouteSpec> => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
   const { log, config } = services;
-  const limiter = config.rateLimit === undefined ? undefined : createRateLimiter(config.rateLimit);
+  // Two tables: a flood from new addresses fills only the addresses' one, and
+  // never pushes an authenticated user into its shared overflow window.
+  const maxKeys = services.hooks?.rateLimitMaxKeys ?? DEFAULT_MAX_KEYS;
+  const limits = config.rateLimit === undefined ? undefined : {
+    // Users need a token an admin made: ten times the room of anonymous addresses.
+    users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
+    addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
+  };
   const versions = versionPolicy(config);
 
   return async function handle(request, client) {
@@ -116,24 +139,29 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     const incomingId = request.headers.get('x-request-id');
     const requestId = incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     const url = new URL(request.url);
+    // Routing and the log take the path as the client sent it: URL parsing resolves `..` and `\`.
+    const path = client.path ?? url.pathname;
     let principal: Principal | undefined;
     let route: RouteSpec | undefined;
     let version: Version | undefined;
     let contentType: string | undefined;
     let rate: RateDecision | undefined;
     let response: Response;
+    let aborted = false;
     try {
       response = await dispatch();
       if (route !== undefined && response.status < 300) response = await finish(request, response, { cache: route.cache ?? 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
     } catch (error) {
-      response = problemResponse(toHttpError(error), url.pathname, requestId);
+      // A client gone mid-body reads no answer; its log line says what happened (docs/http.md).
+      aborted = error instanceof ClientAbortError;
+      response = aborted ? new Response(null, { status: 400, headers: { connection: 'close' } }) : problemResponse(toHttpError(error), path, requestId);
     }
-    if (limiter !== undefined && rate === undefined) {
+    if (limits !== undefined && rate === undefined) {
       // Requests refused before reaching their route's limit check (401, 404,
       // 405, 406, 413…) count against the client address, and are refused
       // with 429 past it, so that guessing tokens or paths is limited too.
-      rate = limiter.consume(`address:${client.remoteAddress}`);
-      if (!rate.allowed) response = problemResponse(rateLimited(rate), url.pathname, requestId);
+      rate = limits.addresses.consume(addressGroup(client.remoteAddress));
+      if (!rate.allowed) response = problemResponse(rateLimited(rate), path, requestId);
     }
     const headers = response.headers;
     headers.set('x-request-id', requestId);
@@ -142,15 +170,16 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       if (vary.length > 0) headers.set('vary', vary.join(', '));
     }
     if (version === 1) versions.decorate(headers, url.pathname);
-    if (limiter !== undefined && rate !== undefined) {
-      headers.set('ratelimit-policy', limiter.policy);
+    if (limits !== undefined && rate !== undefined) {
+      headers.set('ratelimit-policy', limits.users.policy);
       headers.set('ratelimit', rateLimitField(rate));
     }
     log.info('request', {
       requestId,
       method: request.method,
-      path: url.pathname,
-      status: response.status,
+      path,
+      status: aborted ? null : response.status,
+      ...(aborted ? { aborted: true } : {}),
       durationMs: Math.round((performance.now() - started) * 100) / 100,
       userId: principal?.userId ?? null,
     });
@@ -159,11 +188,16 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     async function dispatch(): Promise<Response> {
       // Read the body first, whatever the route: the limit holds everywhere (SPEC §11).
       const body = request.body === null ? new Uint8Array(0) : await readBody(request, config.maxBodyBytes, BODY_TIMEOUT_MS);
-      const match = router.match(request.method, url.pathname);
+      // SPEC §11: from here the request waits at most this long for the database, in all; then 503.
+      return withDeadline(serve(body), services.databaseDeadlineMs ?? DATABASE_DEADLINE_MS);
+    }
+
+    async function serve(body: Uint8Array): Promise<Response> {
+      const match = router.match(request.method, path);
       if (match.version !== undefined) version = match.version;
       switch (match.kind) {
         case 'not-found':
-          throw new HttpError(404, 'not-found', { detail: `No resource at ${url.pathname}.` });
+          throw new HttpError(404, 'not-found', { detail: `No resource at ${path}.` });
         case 'method-not-allowed':
           throw new HttpError(405, 'method-not-allowed', {
             detail: `${request.method} is not allowed here; use ${match.allow}.`,
@@ -183,18 +217,22 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       }
       if (route.auth !== 'public') {
         principal = await services.authenticator.authenticate(request.headers.get('authorization'));
-        if (limiter !== undefined) {
-          rate = limiter.consume(`user:${principal.userId}`);
+        if (limits !== undefined) {
+          rate = limits.users.consume(String(principal.userId));
           if (!rate.allowed) throw rateLimited(rate);
         }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
-      } else if (limiter !== undefined) {
-        rate = limiter.consume(`address:${client.remoteAddress}`);
+      } else if (limits !== undefined) {
+        rate = limits.addresses.consume(addressGroup(client.remoteAddress));
         if (!rate.allowed) throw rateLimited(rate);
       }
-      const ctx: RequestContext = { request, url, params: match.params, version: version ?? 1, requestId, body, principal, services, tx: undefined };
+      const ctx: RequestContext = { request, url, params: match.params, version: version ?? 1, contentType: contentType ?? JSON_TYPE, requestId, body, principal, services, tx: undefined };
       const finishing = (response: Response) => finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
-      const handler = route.handler;
+      const { handler, currentTag } = route;
+      if (currentTag !== undefined) {
+        const early = await notModifiedEarly(request, () => currentTag(ctx), { cache: route.cache ?? 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
+        if (early !== undefined) return early;
+      }
       if (request.method === 'POST' && principal !== undefined) {
         const parsed = parseIdempotencyKey(request.headers.get('idempotency-key'));
         if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });

@@ -2,6 +2,10 @@
 import type { RouteSpec } from './app.ts';
 import { jsonResponse } from './http/json.ts';
 import { unavailableError } from './http/problem.ts';
+import { withDeadline } from './db/errors.ts';
+
+/** SPEC §1: `/readyz` answers within 2 s, whatever the database does. */
+export const READY_TIMEOUT_MS = 1_500;
 
 export const healthRoutes: readonly RouteSpec[] = [
   {
@@ -20,7 +24,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     doc: { summary: 'Readiness: 200 when the database answers, else 503', success: { status: 200, schema: 'Ready' } },
     handler: async (ctx) => {
       try {
-        await ctx.services.db.one('Ping');
+        await withDeadline(ctx.services.db.one('Ping'), READY_TIMEOUT_MS);
       } catch {
         // Whatever the cause, the answer is "not ready"; the pipeline logs nothing for it.
         throw unavailableError();

@@ -1,11 +1,14 @@
 /**
  * Idempotency keys (SPEC §7), one module and one SQL store for every POST.
  *
- * The request runs in one transaction that first takes a transaction-level
- * advisory lock on (user, key): a second request finding it taken is running
- * alongside the first and gets 409 `idempotency-key-in-use`. Holding the
- * lock, it reads the stored result: the same fingerprint is replayed byte for
- * byte, another is 422 `idempotency-key-mismatch`. Otherwise the handler runs
+ * The request runs in one transaction that first tries a transaction-level
+ * advisory lock on (user, key), then reads the stored result (both in one
+ * statement, the read after the try). A stored result
+ * with the same fingerprint is replayed byte for byte, whoever holds the lock
+ * (another repeat, reading it too); another fingerprint is 422
+ * `idempotency-key-mismatch`. No result and the lock taken: the first request
+ * is still running, and this one gets 409 `idempotency-key-in-use`. No result
+ * and the lock held: this is the first request. The handler runs
  * in a savepoint of that transaction and its result is stored in it, so the
  * effect and the stored result commit together or not at all.
  */
@@ -31,6 +34,9 @@ interface StoredRow {
   body: Buffer;
 }
 
+/** ClaimIdempotencyKey's one row: the lock, and the stored result or, without one, NULLs. */
+type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
+
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 /**
@@ -46,14 +52,20 @@ export async function runIdempotent(
 ): Promise<Response> {
   const { principal, key } = request;
   return db.sql.begin(async (tx) => {
-    const lock = await db.one<{ locked: boolean }>('LockIdempotencyKey', [principal.userId, key], tx);
-    if (!lock?.locked) {
+    // One statement: the lock is tried, then the result read with a snapshot
+    // taken after the try, so a first request that committed before the lock
+    // came free is always seen (sql/migrations/0009_idempotency_claim.sql).
+    const claim = (await db.one<ClaimRow>('ClaimIdempotencyKey', [principal.userId, key], tx)) as ClaimRow;
+    const stored = claim.fingerprint === null ? undefined : claim;
+    // Without the lock and without a result, the first request is still
+    // running. With a result, whoever holds the lock is only another repeat
+    // reading it: a finished request is replayed to every repeat (SPEC §7).
+    if (!claim.locked && stored === undefined) {
       throw new HttpError(409, 'idempotency-key-in-use', {
         detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
         headers: { 'retry-after': '1' },
       });
     }
-    const stored = await db.one<StoredRow>('FindIdempotencyKey', [principal.userId, key], tx);
     if (stored !== undefined) {
       if (stored.fingerprint !== request.fingerprint) {
         throw new HttpError(422, 'idempotency-key-mismatch', {

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createLogger, errorFields } from './log.ts';
 import { startServer } from './server.ts';
 import { MigrationError } from './db/migrate.ts';
-import { EmbeddedDatabaseError } from './db/errors.ts';
+import { EmbeddedDatabaseError, isDatabaseUnavailable } from './db/errors.ts';
 
 async function main(): Promise<void> {
   const startedAt = performance.now();
@@ -19,6 +19,13 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  // SPEC §1 "Faults": a driver promise that nothing awaits and that fails
+  // because the database went away must not end the process (the patched
+  // driver leaves none we know of). Anything else is a bug: crash loudly.
+  process.on('unhandledRejection', (reason) => {
+    if (!isDatabaseUnavailable(reason)) throw reason;
+    log.warn('database unavailable (no request waiting)', errorFields(reason));
+  });
   if (config.workers > 1 && cluster.isPrimary) {
     runPrimary(config.workers, log, startedAt);
     return;
@@ -44,11 +51,6 @@ async function main(): Promise<void> {
     if (!known) log.error('start-up failed', errorFields(error));
     process.exit(1);
   }
-  const database = server.db.kind === 'embedded' ? (config.databaseUrl === 'memory:' ? 'embedded (in memory)' : `embedded (${config.dataDir})`) : 'postgres';
-  log.info('listening', { url: server.url, database, startupMs: Math.round(performance.now() - startedAt), ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) });
-  if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
-  else process.send?.({ listening: server.url, database });
-
   const stop = (signal: string) => {
     log.info('shutting down', { signal });
     server.close().then(
@@ -61,8 +63,13 @@ async function main(): Promise<void> {
   };
   // `on`, not `once`: a terminal's Ctrl-C reaches the primary and the
   // workers alike, and the primary passes it on again; close() is idempotent.
+  // Before "listening" is announced: whoever reads it may signal at once.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  const database = server.db.kind === 'embedded' ? (config.databaseUrl === 'memory:' ? 'embedded (in memory)' : `embedded (${config.dataDir})`) : 'postgres';
+  log.info('listening', { url: server.url, database, startupMs: Math.round(performance.now() - startedAt), ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) });
+  if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
+  else process.send?.({ listening: server.url, database });
 }
 
 /**

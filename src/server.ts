@@ -10,7 +10,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrate } from './db/migrate.ts';
 import { createDemoTokens, seed, type DemoTokens } from './db/seed.ts';
-import { createNodeServer } from './http/node-adapter.ts';
+import { createNodeServer, type NodeServer } from './http/node-adapter.ts';
 import { createLogger, type Logger } from './log.ts';
 import { routes } from './routes.ts';
 import { DEFAULT_WORKER_OPTIONS, startDeliveryWorker, type DeliveryWorker, type WorkerOptions } from './webhooks/worker.ts';
@@ -21,6 +21,8 @@ export interface StartOptions {
   readonly onDemoTokens?: (tokens: DemoTokens) => void;
   /** Fault injection for tests only (see `TestHooks`). */
   readonly hooks?: TestHooks;
+  /** How long a request may wait for the database in all; SPEC §11's 5 s unless a test shortens it. */
+  readonly databaseDeadlineMs?: number;
   /** The webhook worker's timings (tests make them short); defaults in src/webhooks/worker.ts. */
   readonly webhooks?: Partial<Omit<WorkerOptions, 'allowPrivate'>>;
 }
@@ -34,13 +36,15 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
+/** How long the webhook worker gets, after the requests, to record its aborted attempts on shutdown. */
+export const WORKER_STOP_MS = 2_000;
 /** How long requests in flight get to finish on shutdown (SPEC §1). */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
-  let server: Server | undefined;
+  let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
   let worker: DeliveryWorker | undefined;
   try {
@@ -51,17 +55,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const tokens = await createDemoTokens(db);
       options.onDemoTokens?.(tokens);
     }
-    const app = createApp({ config, db, log, authenticator: createAuthenticator(db), ...(options.hooks ? { hooks: options.hooks } : {}) }, routes);
+    const app = createApp({ config, db, log, authenticator: createAuthenticator(db), ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }) }, routes);
     server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
-    await listen(server, config.port, config.host);
+    await listen(server.server, config.port, config.host);
     purgeTimer = schedulePurge(db, log);
     worker = startDeliveryWorker(db, log, { ...DEFAULT_WORKER_OPTIONS, ...options.webhooks, allowPrivate: config.webhookAllowPrivate });
   } catch (error) {
-    server?.close();
+    server?.server.close();
     await db.close(0);
     throw error;
   }
-  const { port } = server.address() as AddressInfo;
+  const { port } = server.server.address() as AddressInfo;
   const running = server;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let closing: Promise<void> | undefined;
@@ -108,10 +112,9 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, db: Database, graceMs: number, workerStopped: Promise<void>): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // Keep-alive connections with no request in flight would hold close() open.
-  server.closeIdleConnections();
+async function shutdown(server: NodeServer, db: Database, graceMs: number, workerStopped: Promise<void>): Promise<void> {
+  // Connections with no request in progress close now, the others after their response (SPEC §1).
+  const closed = server.close();
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
@@ -121,6 +124,12 @@ async function shutdown(server: Server, db: Database, graceMs: number, workerSto
   });
   await Promise.race([closed, grace]);
   clearTimeout(timer);
-  await workerStopped;
+  // The worker's last claim or record may wait on a database that stopped
+  // answering: give it a bounded time, then close the pool under it.
+  let workerTimer: NodeJS.Timeout | undefined;
+  await Promise.race([workerStopped, new Promise<void>((resolve) => {
+    workerTimer = setTimeout(resolve, WORKER_STOP_MS);
+  })]);
+  clearTimeout(workerTimer);
   await db.close();
 }

@@ -1,9 +1,11 @@
 /**
  * Hostile input never produces a 500 (issue 3): random JSON values through
- * the body schemas, random bytes through the JSON parser, and random bodies
- * and query strings sent to the running server.
+ * the body schemas, random bytes and deeply nested JSON (issue 11, SPEC §11)
+ * through the JSON parser, and random bodies, nested ones included, and
+ * query strings sent to the running server.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseJson, validate } from '../src/http/json-body.ts';
@@ -25,6 +27,31 @@ const bodyish = fc.oneof(
     extra: fc.jsonValue(),
   }, { requiredKeys: [] }),
 );
+
+/**
+ * JSON text nested `depth` levels deep (SPEC §11: 32 is the limit), arrays
+ * and objects mixed, with brackets and escaped quotes inside the strings
+ * that must not count, around a scalar; sometimes a member of a body.
+ */
+const deepJson = fc.record({
+  depth: fc.oneof(fc.integer({ min: 1, max: 31 }), fc.integer({ min: 30, max: 35 }), fc.integer({ min: 36, max: 5_000 }), fc.constantFrom(2_500, 100_000)),
+  openers: fc.array(fc.oneof(fc.constant('['), fc.constantFrom('a', '[', '{', ']}', '"').map((key) => `{${JSON.stringify(key)}:`)), { minLength: 1, maxLength: 6 }),
+  inner: fc.oneof(fc.integer().map(String), fc.string({ maxLength: 8 }).map((text) => JSON.stringify(text)), fc.constantFrom('null', '"[[[{{"', '"\\"]]}"', '"\\\\"', '[]', '{}')),
+  member: fc.constantFrom(undefined, 'items', 'status', 'x'),
+}).map(({ depth, openers, inner, member }) => {
+  const open: string[] = [];
+  const close: string[] = [];
+  for (let i = 0; i < depth; i += 1) {
+    const opener = openers[i % openers.length] as string;
+    open.push(opener);
+    close.push(opener === '[' ? ']' : '}');
+  }
+  const value = open.join('') + inner + close.reverse().join('');
+  // The inner `[]` or `{}` is one level more, and so is the body around a member.
+  const levels = depth + (inner === '[]' || inner === '{}' ? 1 : 0) + (member === undefined ? 0 : 1);
+  return { text: member === undefined ? value : `{${JSON.stringify(member)}:${value}}`, levels };
+});
+const DEEP_DETAIL = 'The request body is nested deeper than 32 levels of arrays and objects, the most this service accepts.';
 
 describe('the body schemas, on random JSON values', () => {
   for (const [name, schema] of [['CreateOrder', CreateOrderSchema], ['ReplaceOrder', ReplaceOrderSchema], ['PatchOrder', PatchOrderSchema], ['NewUser', NewUserSchema]] as const) {
@@ -61,6 +88,36 @@ describe('parseJson(), on random bytes', () => {
   });
 });
 
+describe('parseJson(), on deeply nested JSON', () => {
+  it('parses up to 32 levels and refuses deeper with 400 malformed-json naming the limit', () => {
+    fc.assert(
+      fc.property(deepJson, ({ text, levels }) => {
+        if (levels <= 32) {
+          assert.deepEqual(parseJson(new TextEncoder().encode(text)), JSON.parse(text));
+          return;
+        }
+        assert.throws(() => parseJson(new TextEncoder().encode(text)), (error) =>
+          error instanceof HttpError && error.status === 400 && error.slug === 'malformed-json' && error.init.detail === DEEP_DETAIL);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('leaves what it parses safe to validate: a value or a 422, never a stack overflow', () => {
+    fc.assert(
+      fc.property(deepJson.filter(({ levels }) => levels <= 32), fc.constantFrom(CreateOrderSchema, ReplaceOrderSchema, PatchOrderSchema, NewUserSchema), ({ text }, schema) => {
+        try {
+          validate(schema, parseJson(new TextEncoder().encode(text)));
+        } catch (error) {
+          assert.ok(error instanceof HttpError, String(error));
+          assert.equal(error.status, 422);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
 describe('the running server, on random bodies and query strings', () => {
   let t: TestServer;
   let token: string;
@@ -88,11 +145,41 @@ describe('the running server, on random bodies and query strings', () => {
 
   it('never answers 5xx to random order bodies', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(bodyish.map((v) => JSON.stringify(v)), fc.string()), fc.constantFrom('POST', 'PUT', 'PATCH'), fc.boolean(), async (body, method, asAdmin) => {
+      fc.asyncProperty(fc.oneof(bodyish.map((v) => JSON.stringify(v)), fc.string(), deepJson.map(({ text }) => text)), fc.constantFrom('POST', 'PUT', 'PATCH'), fc.boolean(), async (body, method, asAdmin) => {
         const path = method === 'POST' ? '/v1/orders' : `/v2/orders/${orderId}`;
         await statusOf(path, { method, headers: { ...bearer(asAdmin ? adminToken : token), 'content-type': 'application/json' }, body });
       }),
       { numRuns: 250 },
+    );
+  });
+
+  it('answers deeply nested bodies on every body route with 400 malformed-json past 32 levels, never 5xx', async () => {
+    const routes = [
+      { method: 'POST', path: () => '/v1/orders', admin: false, keyed: false },
+      { method: 'POST', path: () => '/v1/orders', admin: false, keyed: true },
+      { method: 'PUT', path: () => `/v1/orders/${orderId}`, admin: false, keyed: false },
+      { method: 'PATCH', path: () => `/v2/orders/${orderId}`, admin: false, keyed: false },
+      { method: 'POST', path: () => '/v1/payments', admin: false, keyed: true },
+      { method: 'POST', path: () => '/v1/users', admin: true, keyed: false },
+      { method: 'POST', path: () => '/v2/webhook-endpoints', admin: true, keyed: false },
+    ];
+    await fc.assert(
+      fc.asyncProperty(deepJson, fc.constantFrom(...routes), async ({ text, levels }, route) => {
+        const headers = { ...bearer(route.admin ? adminToken : token), 'content-type': 'application/json', ...(route.keyed ? { 'idempotency-key': randomUUID() } : {}) };
+        const response = await t.fetch(route.path(), { method: route.method, headers, body: text });
+        const body = await response.text();
+        const where = `${route.method} ${route.path()} at ${levels} levels → ${response.status} ${body.slice(0, 300)}`;
+        if (levels > 32) {
+          assert.equal(response.status, 400, where);
+          assert.equal(response.headers.get('content-type'), 'application/problem+json');
+          assert.equal(JSON.parse(body).type, '/problems/malformed-json', where);
+          assert.equal(JSON.parse(body).detail, DEEP_DETAIL, where);
+        } else {
+          assert.ok(response.status < 500, where);
+          assert.notEqual(response.status, 400, where);
+        }
+      }),
+      { numRuns: 150 },
     );
   });
 

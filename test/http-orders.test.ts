@@ -125,7 +125,7 @@ describe('POST /orders', () => {
       ['productId past 2^53', { items: [{ productId: 9007199254740993, qty: 1 }] }, [{ pointer: '/items/0/productId', detail: 'must be a product id (a positive integer)' }]],
       ['an unknown product', { items: [{ productId: 1, qty: 1 }, { productId: 999999, qty: 1 }] }, [{ pointer: '/items/1/productId', detail: 'there is no product 999999' }]],
       ['a product twice', { items: [{ productId: 1, qty: 1 }, { productId: 2, qty: 1 }, { productId: 1, qty: 5 }] }, [{ pointer: '/items/2/productId', detail: 'names product 1 again (already at /items/0)' }]],
-      ['null', null, [{ pointer: '', detail: 'Invalid type: Expected Object but received null' }]],
+      ['null', null, [{ pointer: '', detail: 'must be a JSON object, not null' }]],
     ];
     for (const [what, body, errors] of cases) {
       it(`for ${what}`, async () => {

@@ -281,6 +281,32 @@ describe('idempotency (SPEC §7)', () => {
   });
 });
 
+describe('repeats of a finished idempotent request', () => {
+  it('20 concurrent repeats after the first finished all get the replay, never 409', async () => {
+    const o = await order(alice);
+    const key = newKey();
+    const body = { orderId: o.id, amount: 25, currency: 'EUR' };
+    const first = await pay(alice, body, key);
+    assert.equal(first.status, 201);
+    const firstText = await first.text();
+    // On the real server the repeats run concurrently, each in its own
+    // transaction: each finds the advisory lock held by another repeat.
+    const responses = await Promise.all(Array.from({ length: 20 }, () => pay(alice, body, key)));
+    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, replayed: r.headers.get('idempotent-replayed'), text: await r.text() })));
+    assert.deepEqual(results.map((r) => [r.status, r.replayed]), Array.from({ length: 20 }, () => [201, 'true']));
+    assert.ok(results.every((r) => r.text === firstText), 'every replay is the first answer, byte for byte');
+    assert.equal(await countPayments(o.id), 1);
+  });
+
+  it('a concurrent repeat with another body gets 422 mismatch, not 409', async () => {
+    const o = await order(alice);
+    const key = newKey();
+    assert.equal((await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, key)).status, 201);
+    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => pay(alice, { orderId: o.id, amount: i % 2 === 0 ? 25 : 26, currency: 'EUR' }, key)));
+    assert.deepEqual(responses.map((r) => r.status), Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 201 : 422)));
+  });
+});
+
 describe('a fault after the payment insert, before commit', () => {
   let faulty: TestServer;
   let fail = true;

@@ -121,13 +121,15 @@ describe('after the sunset of v1', () => {
 });
 
 describe('ETag and If-None-Match (SPEC §9)', () => {
-  it('tags every 200 GET with a strong ETag of its bytes, different per version', async () => {
+  it('tags every 200 GET with a strong ETag, different per version', async () => {
     const v1 = await get(`/v1/orders/${orderId}`);
     const v2 = await get(`/v2/orders/${orderId}`);
     const t1 = v1.headers.get('etag');
     const t2 = v2.headers.get('etag');
-    assert.match(t1 ?? '', /^"[A-Za-z0-9_-]{43}"$/);
+    // An order's tag comes from its revision (test/http-order-revisions.test.ts); other resources' from their bytes.
+    assert.match(t1 ?? '', /^"[\x21\x23-\x7e]+"$/);
     assert.notEqual(t1, t2);
+    assert.match((await get('/v1/products/1', {}, undefined)).headers.get('etag') ?? '', /^"[A-Za-z0-9_-]{43}"$/);
     assert.match((await get('/v1/orders')).headers.get('etag') ?? '', /^"/);
     assert.match((await get('/healthz', {}, undefined)).headers.get('etag') ?? '', /^"/);
   });

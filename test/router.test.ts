@@ -55,11 +55,31 @@ describe('createRouter()', () => {
       assert.deepEqual(match.kind === 'found' && match.params, { id: 9007199254740991 });
     });
 
-    for (const path of ['/', '', '/v1', '/v1/', '/v3/orders', '/orders/', '//orders', '/orders//7', '/orders/7/items', '/ORDERS', '/v1/v1/orders']) {
+    for (const path of ['/', '', '/v1', '/v1/', '/v3/orders', '/orders/', '//orders', '/orders//7', '/orders/7/items', '/ORDERS', '/v1/v1/orders', '*', 'orders', 'x/orders', 'example.com:443']) {
       it(`answers not-found for ${JSON.stringify(path)}`, () => {
         assert.equal(router.match('GET', path).kind, 'not-found');
       });
     }
+
+    describe('when the raw path holds what URL parsing would rewrite', () => {
+      // Each would name a route once its dot-segments were removed or its backslashes turned to slashes.
+      for (const path of [
+        '/files/..', '/files/.', '/files/%2e%2e', '/files/%2E%2E', '/files/.%2e', '/files/%2e.', '/files/%2e',
+        '/v1/orders/../users/1', '/v1/orders/7/..', '/./orders', '/v1/./orders', '/v1/%2e/orders', '/orders/%2e%2e/orders',
+        '/files/a\\b', '/v1\\orders', '/orders\\7', '\\orders',
+      ]) {
+        it(`answers not-found for ${JSON.stringify(path)}`, () => {
+          assert.equal(router.match('GET', path).kind, 'not-found');
+        });
+      }
+
+      for (const name of ['...', '..a', '.hidden', '%2e%2e%2e', 'a%5Cb']) {
+        it(`still takes ${JSON.stringify(name)} as a segment, which is no dot-segment or backslash`, () => {
+          const match = router.match('GET', `/files/${name}`);
+          assert.deepEqual(match.kind === 'found' && match.params, { name });
+        });
+      }
+    });
 
     it('answers method-not-allowed with the Allow list', () => {
       assert.deepEqual(router.match('PUT', '/orders/3'), { kind: 'method-not-allowed', allow: 'GET, HEAD, DELETE, OPTIONS', version: undefined });

@@ -91,21 +91,39 @@ LIMIT {{limit}} OFFSET {{offset}};
 SELECT count(*) AS total_count FROM webhook_deliveries d WHERE {{where}};
 
 -- name: ClaimDeliveries :many
--- Due deliveries, claimed by moving their due time to the end of a lease: the
--- row locks last only this statement (SKIP LOCKED: several processes never
--- claim one delivery twice), the lease the attempt. $1: how many, $2: lease seconds.
-WITH due AS (
-  SELECT id FROM webhook_deliveries
-  WHERE status = 'pending' AND next_attempt_at <= now()
-  ORDER BY next_attempt_at, id
+-- Due deliveries, at most one per endpoint and none for an endpoint that
+-- already has an attempt in flight in the claiming process ($3): a hung
+-- endpoint holds one of a process's slots, never all of them, and its other
+-- deliveries wait their turn. Each endpoint's head (its earliest due
+-- delivery, one probe of webhook_deliveries_endpoint_due_idx however long its
+-- backlog), oldest heads first. Claimed by moving their due time to the end
+-- of a lease: the row locks last only this statement (SKIP LOCKED: several
+-- processes never claim one delivery twice), the lease the attempt.
+-- $1: how many, $2: lease seconds, $3: endpoint ids to skip.
+WITH heads AS (
+  SELECT head.id
+  FROM webhook_endpoints w
+  CROSS JOIN LATERAL (
+    SELECT id FROM webhook_deliveries
+    WHERE endpoint_id = w.id AND status = 'pending' AND next_attempt_at <= now()
+    ORDER BY next_attempt_at, id
+    LIMIT 1
+  ) head
+  WHERE w.id <> ALL ($3::bigint[])
+),
+due AS (
+  SELECT d.id FROM heads JOIN webhook_deliveries d ON d.id = heads.id
+  -- Checked again on the locked row: a head another process claimed meanwhile drops out.
+  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+  ORDER BY d.next_attempt_at, d.id
   LIMIT $1
-  FOR UPDATE SKIP LOCKED
+  FOR UPDATE OF d SKIP LOCKED
 )
 UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision)
 FROM due, webhook_endpoints w, events e
 WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-RETURNING d.id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
+RETURNING d.id, d.endpoint_id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
 -- name: RecordAttempt :one
 -- An attempt and the delivery's new state, together, only if the delivery is

@@ -1,17 +1,16 @@
 -- Idempotency keys (SPEC §7; src/idempotency.ts).
 
--- name: LockIdempotencyKey :one
--- Taken at the start of the request's transaction and held until it ends: a
--- second request with the same user and key that finds it taken is still
--- running alongside the first, and gets 409 idempotency-key-in-use.
-SELECT pg_try_advisory_xact_lock(hashtextextended($1::bigint || ':' || $2::text, 0)) AS locked;
-
--- name: FindIdempotencyKey :one
--- The stored result of a key younger than 24 hours.
-SELECT fingerprint, status, headers, body
-FROM idempotency_keys
-WHERE user_id = $1 AND key = $2
-  AND created_at > now() - interval '24 hours';
+-- name: ClaimIdempotencyKey :one
+-- Taken at the start of the request's transaction: tries the advisory lock
+-- of (user, key), held until the transaction ends, and then reads the stored
+-- result of the key younger than 24 hours, with a snapshot taken after the
+-- try (idempotency_claim, sql/migrations/0009_idempotency_claim.sql), so a
+-- result committed before the lock came free is always seen. One row:
+-- locked, and the stored fingerprint, status, headers and body or NULLs.
+-- Lock not taken and no result: a second request with the same user and key
+-- is running alongside the first, and gets 409 idempotency-key-in-use.
+SELECT locked, fingerprint, status, headers, body
+FROM idempotency_claim($1, $2);
 
 -- name: StoreIdempotencyKey :exec
 -- Stores a result in the transaction of its effect. An expired row for the

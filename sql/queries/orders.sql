@@ -4,7 +4,8 @@
 
 -- name: GetOrder :one
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
-SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at,
+-- revision is not part of the representation: it makes the entity tag (SPEC §9).
+SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
        coalesce((SELECT json_agg(json_build_object(
                    'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
                    'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
@@ -15,16 +16,28 @@ WHERE o.id = $1
 
 -- name: LockOrder :one
 -- The order's writable state, locked until the transaction ends, so that two
--- writers of one order are serialized and each sees the other's result.
+-- writers of one order are serialized and each sees the other's result; with
+-- the revision that If-Match is compared against under the lock (SPEC §9).
 -- $1: order id; $2: the owning customer, or NULL (an admin).
-SELECT o.id, o.customer_id, o.status, o.currency
+SELECT o.id, o.customer_id, o.status, o.currency, o.revision
 FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2)
 FOR UPDATE;
 
+-- name: GetOrderRevision :one
+-- The revision alone, for an If-None-Match on one order (SPEC §9): one
+-- primary-key lookup, no items, nothing built. Ownership as in GetOrder, so
+-- another customer's order is as missing here as there (404, never 304).
+-- $1: order id; $2: the owning customer, or NULL (an admin).
+SELECT o.revision
+FROM orders o
+WHERE o.id = $1
+  AND ($2::bigint IS NULL OR o.customer_id = $2);
+
 -- name: ListOrders :many
--- One page with its total count, in one statement and one snapshot. {{where}}
+-- One page with its total count, in one statement and one snapshot, for a
+-- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}
 -- is built only from the fixed filter fragments in src/orders/orders.ts
 -- (values are parameters: $1…$n), {{orderBy}} only from the fixed sort-key
 -- map; {{limit}} and {{offset}} are the parameter numbers after the filters'.
@@ -53,24 +66,76 @@ SELECT count(*) AS total_count
 FROM orders o
 WHERE {{where}};
 
+-- name: ListOrdersKeptTotal :many
+-- ListOrders for a list filtered by nothing but customer and status: the
+-- same page, with the total summed from derived.order_counts (migration
+-- 0007: kept by triggers in the transaction of every change, so in the
+-- statement's one snapshot it agrees with the rows) instead of counted from
+-- the orders: a few counter rows in place of one index entry per order.
+-- {{totalWhere}} holds the same filters over order_counts c, with the same
+-- parameter numbers as {{where}} (src/orders/orders.ts): c.customer_id = $n
+-- for each customer condition, or c.customer_id = 0 (the rows that count
+-- every customer) when there is none, and c.status = $n.
+WITH page AS (
+  SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at
+  FROM orders o
+  WHERE {{where}}
+  ORDER BY {{orderBy}}
+  LIMIT {{limit}} OFFSET {{offset}}
+)
+SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at,
+       (SELECT coalesce(sum(c.n), 0)::bigint FROM derived.order_counts c WHERE {{totalWhere}}) AS total_count,
+       coalesce((SELECT json_agg(json_build_object(
+                   'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
+                   'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
+                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
+FROM page o
+ORDER BY {{orderBy}};
+
+-- name: SumOrderCounts :one
+-- The total of ListOrdersKeptTotal when the page lies past the last one.
+-- {{totalWhere}} as there.
+SELECT coalesce(sum(c.n), 0)::bigint AS total_count
+FROM derived.order_counts c
+WHERE {{totalWhere}};
+
 -- name: FindProducts :many
 -- The catalog entries an order's items name; $1: product ids.
 SELECT id, price::text AS price, currency
 FROM products
 WHERE id = ANY ($1::bigint[]);
 
--- name: InsertOrder :one
--- A new pending order and its items, unit prices captured from the catalog
--- in the same statement. $1: customer id, $2: currency, $3: product ids,
--- $4: quantities (same order as $3; the items get ids in that order).
+-- name: CreateOrder :one
+-- A new pending order and its items, written only if the rules of SPEC §4
+-- that need the database hold: the customer exists (checked when $2: an
+-- admin names one; a customer's own id needs no check), every product is
+-- known, all in one currency, and the total fits numeric(12,2). Otherwise
+-- nothing is written and the row says why, for src/orders/store.ts to name
+-- each item at fault: a refusal is a row, never an error, so the request's
+-- transaction goes on (to store it, SPEC §7). Unit prices are captured from
+-- the catalog in the same statement. $1: customer id, $2: check the
+-- customer, $3: product ids, $4: quantities (same order as $3; the items get
+-- ids in that order). Returns id (NULL when refused), customer_known, and
+-- currencies: each item's product's currency, null for an unknown product,
+-- in the items' order (a JSON array: the driver reads a NULL in a text[] as
+-- the string "NULL").
 WITH lines AS (
-  SELECT w.n, p.id AS product_id, w.qty, p.price
+  SELECT w.n, w.product_id, w.qty, p.id AS known_id, p.price, p.currency::text AS currency
   FROM unnest($3::bigint[], $4::integer[]) WITH ORDINALITY AS w (product_id, qty, n)
-  JOIN products p ON p.id = w.product_id
+  LEFT JOIN products p ON p.id = w.product_id
+),
+checked AS (
+  SELECT (NOT $2::boolean OR EXISTS (SELECT 1 FROM users u WHERE u.id = $1)) AS customer_known,
+         json_agg(l.currency ORDER BY l.n) AS currencies,
+         count(*) = count(l.known_id) AND count(DISTINCT l.currency) = 1 AS one_known_currency,
+         coalesce(sum(l.qty * l.price), 0) AS total
+  FROM lines l
 ),
 new_order AS (
   INSERT INTO orders (customer_id, currency, total)
-  SELECT $1, $2, coalesce(sum(l.qty * l.price), 0) FROM lines l
+  SELECT $1, c.currencies ->> 0, c.total
+  FROM checked c
+  WHERE c.customer_known AND c.one_known_currency AND c.total <= 9999999999.99
   RETURNING id
 ),
 new_items AS (
@@ -78,9 +143,49 @@ new_items AS (
   SELECT new_order.id, l.product_id, l.qty, l.price
   FROM new_order, lines l
   ORDER BY l.n
-  RETURNING id
 )
-SELECT id, (SELECT count(*) FROM new_items) AS item_count FROM new_order;
+SELECT (SELECT id FROM new_order) AS id, c.customer_known, c.currencies
+FROM checked c;
+
+-- name: RecordOrderCreated :one
+-- The order CreateOrder has just written, read as GetOrder reads it (after
+-- the triggers of its items have moved its revision), and its order.created
+-- event (SPEC §15) written from that same row in the same statement, with a
+-- pending delivery to every endpoint subscribed to the type, as InsertEvent
+-- (events.sql) writes them. The event's data is the order's v2
+-- representation (src/orders/representation.ts): money as a decimal string
+-- with its currency, times in UTC with milliseconds, as JSON.stringify
+-- writes a Date. $1: order id.
+WITH o AS (
+  SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
+         coalesce((SELECT json_agg(json_build_object(
+                     'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
+                     'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
+                   FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
+  FROM orders o
+  WHERE o.id = $1
+),
+event AS (
+  INSERT INTO events (type, customer_id, data)
+  SELECT 'order.created', o.customer_id, jsonb_build_object(
+           'id', o.id, 'customerId', o.customer_id, 'status', o.status,
+           'total', jsonb_build_object('amount', o.total, 'currency', o.currency),
+           'items', coalesce((SELECT jsonb_agg(jsonb_build_object(
+                                'id', i.id, 'orderId', i.order_id, 'productId', i.product_id, 'qty', i.qty,
+                                'unitPrice', jsonb_build_object('amount', i.unit_price::text, 'currency', o.currency)) ORDER BY i.id)
+                              FROM order_items i WHERE i.order_id = o.id), '[]'::jsonb),
+           'createdAt', to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'updatedAt', to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+  FROM o
+  RETURNING id, type
+),
+deliveries AS (
+  INSERT INTO webhook_deliveries (endpoint_id, event_id)
+  -- FOR KEY SHARE: an endpoint deleted meanwhile drops out instead of failing the change.
+  SELECT w.id, e.id FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
+)
+SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at, o.revision, o.items
+FROM o;
 
 -- name: ReplaceOrderItems :one
 -- Makes the order's items exactly $2 (product ids) with $3 (quantities):

@@ -18,6 +18,13 @@ export interface DatabaseOptions {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly poolMax: number;
+  /**
+   * Drop a real server's connection that has received nothing for this long
+   * while an answer is due (`STALLED_CONNECTION_MS` by default); `0` never
+   * does. Only for tools that lift the statement timeout for long statements
+   * (the benchmark's seeding): the service keeps the default.
+   */
+  readonly stalledConnectionMs?: number;
 }
 
 export interface Database {
@@ -47,19 +54,41 @@ export const QUERIES_DIR = fileURLToPath(new URL('../../sql/queries/', import.me
 
 const BIGINT_OID = 20;
 
+/** SPEC §11: the server cancels a statement after 5 s. */
+export const STATEMENT_TIMEOUT_MS = 5_000;
+/**
+ * A connection to a real server that has received nothing for this long
+ * while an answer is due is dropped (the driver's `stall_timeout`, added by
+ * scripts/patch-postgres.mjs): the server answers every statement within the
+ * statement timeout, so silence past it is a dead or blackholed link, which
+ * TCP keep-alive never notices when a proxy's kernel still acknowledges.
+ * Idle connections are left alone.
+ */
+export const STALLED_CONNECTION_MS = STATEMENT_TIMEOUT_MS + 2_000;
+
+/**
+ * Seconds before the driver reconnects after its `retries`-th failure in a
+ * row: 50 ms doubling up to 1 s. (The driver's own grows to 20 s, longer
+ * than any request waits: SPEC §11.)
+ */
+export function reconnectDelaySeconds(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 1);
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let embedded: EmbeddedDatabase | undefined;
   const common: postgres.Options<Record<string, postgres.PostgresType>> = {
     max: options.poolMax,
     connect_timeout: 5,
     idle_timeout: 60,
+    backoff: reconnectDelaySeconds,
     onnotice: () => {},
     // Identifiers are bigint but always within 2^53−1 (SPEC §2): JSON numbers.
     types: {
       bigint: { to: BIGINT_OID, from: [BIGINT_OID], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
     },
     // SPEC §11: 5 s per statement. PGlite ignores it (it has no timers).
-    connection: { application_name: 'orders', statement_timeout: 5000 },
+    connection: { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS },
   };
   let sql: Sql;
   if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
@@ -71,7 +100,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // (SQLSTATE 34000 "portal does not exist"). The pool queues instead.
     sql = postgres({ ...common, max: 1, path: embedded.socketPath, username: 'postgres', database: 'postgres' }) as unknown as Sql;
   } else {
-    sql = postgres(options.databaseUrl, common) as unknown as Sql;
+    // Not for the embedded database: it runs in this process, where a long
+    // statement holds back the timers too, and no link between can fail.
+    // `stall_timeout` (seconds) is the patch's option, unknown to the driver's types.
+    const stall_timeout = (options.stalledConnectionMs ?? STALLED_CONNECTION_MS) / 1000;
+    sql = postgres(options.databaseUrl, { ...common, stall_timeout } as typeof common) as unknown as Sql;
   }
   const statements = loadStatements(QUERIES_DIR);
   const statement = (name: string): Statement => {

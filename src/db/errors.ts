@@ -3,10 +3,40 @@
  * rather than a bug. Callers branch on these; everything else is re-thrown.
  */
 
+/** The code of `DeadlineExceeded`. */
+export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
+
+/**
+ * A request's database work did not finish within its deadline (SPEC §11:
+ * 5 s in all). The work is abandoned, not cancelled: a write in flight
+ * either commits or not, which an Idempotency-Key makes safe to retry.
+ */
+export class DeadlineExceeded extends Error {
+  override name = 'DeadlineExceeded';
+  readonly code = DEADLINE_EXCEEDED;
+  constructor(readonly ms: number) {
+    super(`the database did not answer within ${ms} ms`);
+  }
+}
+
+/**
+ * Settles like `work`, or rejects with `DeadlineExceeded` after `ms`. A late
+ * failure of the abandoned work is dropped: its request has been answered.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(ms)), ms);
+  });
+  work.catch(() => {});
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
 // Raised by node's sockets and by postgres.js itself.
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOENT',
   'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  DEADLINE_EXCEEDED,
 ]);
 
 // SQLSTATEs (PostgreSQL Appendix A): class 08 connection exceptions, and the

@@ -2,13 +2,27 @@
  * Reading request bodies within the limits of SPEC §11: at most
  * `maxBytes`, enforced while reading (a chunked body without
  * `Content-Length` is cut off as soon as it passes the limit), and within a
- * deadline so a client that stalls cannot hold a request open.
+ * deadline so a client that stalls cannot hold a request open. A client that
+ * closes its connection before the whole body arrived is a `ClientAbortError`,
+ * never mistaken for a fault of the server or its database.
  */
 import { HttpError } from './problem.ts';
 
 const DECIMAL = /^[0-9]+$/;
 
-/** Reads the whole body of `request`, or throws 413 / 408 `HttpError`s. */
+/**
+ * The body stream failed: the client closed (or reset) its connection before
+ * sending the whole body. Its `cause` is the socket's error, whose `code`
+ * (`ECONNRESET`) must not be read as a database's.
+ */
+export class ClientAbortError extends Error {
+  override name = 'ClientAbortError';
+  constructor(cause: unknown) {
+    super('The client closed the connection before sending the whole body.', { cause });
+  }
+}
+
+/** Reads the whole body of `request`, or throws 413 / 408 `HttpError`s, or `ClientAbortError`. */
 export async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length');
   if (declared !== null && DECIMAL.test(declared) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
@@ -25,7 +39,8 @@ export async function readBody(request: Request, maxBytes: number, timeoutMs: nu
   });
   try {
     for (;;) {
-      const { done, value } = await Promise.race([reader.read(), deadline]);
+      // The stream is the client's connection: it fails only when the client goes away.
+      const { done, value } = await Promise.race([reader.read().catch(aborted), deadline]);
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) throw tooLarge(maxBytes);
@@ -38,6 +53,10 @@ export async function readBody(request: Request, maxBytes: number, timeoutMs: nu
     clearTimeout(timer);
   }
   return concat(chunks, size);
+}
+
+function aborted(cause: unknown): never {
+  throw new ClientAbortError(cause);
 }
 
 function tooLarge(maxBytes: number): HttpError {

@@ -6,7 +6,7 @@
 import type { Database, Param } from '../db/database.ts';
 import { jsonResponse } from './json.ts';
 import { pageCount, paginationLinks, parseListQuery, type ListQuery, type ListSpec, type QueryError } from './list-query.ts';
-import { HttpError } from './problem.ts';
+import { HttpError, listedErrors } from './problem.ts';
 
 export interface PageRequest {
   readonly page: number;
@@ -24,6 +24,12 @@ export interface ListFragments {
   readonly orderBy: string;
   /** The `WHERE` condition (from `where()`); `TRUE` when absent. */
   readonly where?: string;
+  /**
+   * The condition of statements that read the total from kept counts rather
+   * than counting the rows (their `{{totalWhere}}`): the same filters, with
+   * the same parameter numbers, over the counts' table.
+   */
+  readonly totalWhere?: string;
 }
 
 /**
@@ -31,7 +37,8 @@ export interface ListFragments {
  * `total_count`, with `params` followed by the page size and offset (its
  * `{{limit}}` and `{{offset}}` placeholders become their parameter numbers).
  * `countStatement` runs only when the page is empty: a page past the last
- * has no row to carry the count.
+ * has no row to carry the count. Both get `{{where}}` and, when given,
+ * `{{totalWhere}}`.
  */
 export async function fetchPage<Row>(
   db: Database,
@@ -43,13 +50,15 @@ export async function fetchPage<Row>(
 ): Promise<Page<Row>> {
   const offset = (BigInt(page.page) - 1n) * BigInt(page.pageSize);
   const where = fragments.where ?? 'TRUE';
+  // Only when given: a statement that needs it and lacks it fails loudly.
+  const total = fragments.totalWhere === undefined ? {} : { totalWhere: fragments.totalWhere };
   const rows = await db.composed<Row & { total_count: number }>(
     listStatement,
-    { where, orderBy: fragments.orderBy, limit: `$${params.length + 1}`, offset: `$${params.length + 2}::bigint` },
+    { where, ...total, orderBy: fragments.orderBy, limit: `$${params.length + 1}`, offset: `$${params.length + 2}::bigint` },
     [...params, page.pageSize, offset.toString()],
   );
   if (rows.length > 0) return { rows, total: rows[0]!.total_count };
-  const [count] = await db.composed<{ total_count: number }>(countStatement, { where }, params);
+  const [count] = await db.composed<{ total_count: number }>(countStatement, { where, ...total }, params);
   return { rows, total: count?.total_count ?? 0 };
 }
 
@@ -70,8 +79,8 @@ export function listQueryOf<K extends string, F extends Record<string, unknown>>
   throw invalidQuery(parsed.errors);
 }
 
-/** 400 `invalid-query` naming each offending parameter (SPEC §4). */
+/** 400 `invalid-query` naming each offending parameter the problem lists (SPEC §4, §11). */
 export function invalidQuery(errors: readonly QueryError[]): HttpError {
-  const names = [...new Set(errors.map((e) => e.parameter))].join(', ');
+  const names = [...new Set(listedErrors(errors).listed.map((e) => e.parameter))].join(', ');
   return new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors });
 }

@@ -4,6 +4,7 @@
  * fingerprint, and which results are stored.
  */
 import { createHash } from 'node:crypto';
+import { jsonNesting, MAX_JSON_DEPTH } from './json-body.ts';
 
 export const MAX_KEY_LENGTH = 255;
 // Visible ASCII (%x21-7E), 1–255 of them.
@@ -50,13 +51,23 @@ export function canonicalJson(value: unknown): string {
  * by its bytes).
  */
 export function fingerprint(method: string, path: string, body: Uint8Array): string {
-  let canonical: string;
-  try {
-    canonical = canonicalJson(JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body)));
-  } catch {
-    canonical = `raw:${Buffer.from(body).toString('base64')}`;
-  }
+  const canonical = canonicalBody(body) ?? `raw:${Buffer.from(body).toString('base64')}`;
   return createHash('sha256').update(`${method} ${path}\n${canonical}`).digest('base64url');
+}
+
+/** `body` as canonical JSON; undefined when it is not UTF-8 JSON nested within the limit of SPEC §11. */
+function canonicalBody(body: Uint8Array): string | undefined {
+  let value: unknown;
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    // canonicalJson() recurses: a body nested past the limit (refused with 400 later) counts by its bytes.
+    if (jsonNesting(text) > MAX_JSON_DEPTH) return undefined;
+    value = JSON.parse(text);
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof SyntaxError) return undefined;
+    throw error;
+  }
+  return canonicalJson(value);
 }
 
 /**

@@ -53,16 +53,16 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
 ): ParseResult<ListQuery<K, F>> {
   const errors: QueryError[] = [];
   const seen = new Set<string>();
+  const repeated = new Set<string>();
   let page = 1;
   let pageSize = DEFAULT_PAGE_SIZE;
   let sort: SortKey<K>[] = [];
   const filters: Partial<F> = {};
   for (const [name, value] of search) {
     if (seen.has(name)) {
-      // Report a repeated parameter once, however often it repeats.
-      if (!errors.some((e) => e.parameter === name && e.detail.startsWith('must be given once'))) {
-        errors.push({ parameter: name, detail: 'must be given once' });
-      }
+      // Report a repeated parameter once, however often it repeats (a Set: a long query string stays linear).
+      if (!repeated.has(name)) errors.push({ parameter: name, detail: 'must be given once' });
+      repeated.add(name);
       continue;
     }
     seen.add(name);

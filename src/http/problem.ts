@@ -41,6 +41,31 @@ export type ProblemError =
   | { readonly pointer: string; readonly detail: string }
   | { readonly parameter: string; readonly detail: string };
 
+/** SPEC §11: the most entries a problem's `errors` list holds; the detail says how many more there are. */
+export const MAX_PROBLEM_ERRORS = 20;
+
+/**
+ * `errors` with each entry once (same place, same detail), in their order.
+ *
+ * @example
+ * distinctErrors([{ pointer: '/a', detail: 'x' }, { pointer: '/a', detail: 'x' }]) // [{ pointer: '/a', detail: 'x' }]
+ */
+export function distinctErrors<E extends ProblemError>(errors: readonly E[]): E[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const key = JSON.stringify('pointer' in e ? ['pointer', e.pointer, e.detail] : ['parameter', e.parameter, e.detail]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** The entries of `errors` a problem lists: each distinct one once, at most `MAX_PROBLEM_ERRORS`; and how many are left out. */
+export function listedErrors<E extends ProblemError>(errors: readonly E[]): { listed: E[]; omitted: number } {
+  const distinct = distinctErrors(errors);
+  return { listed: distinct.slice(0, MAX_PROBLEM_ERRORS), omitted: Math.max(0, distinct.length - MAX_PROBLEM_ERRORS) };
+}
+
 export interface ProblemInit {
   readonly detail?: string;
   readonly errors?: readonly ProblemError[];
@@ -76,20 +101,26 @@ export interface ProblemBody {
 /**
  * Builds the problem response for `error` on the request at `instance`
  * (the path, without the query string: it may hold personal values).
- * Errors are never cached (SPEC §5, §9).
+ * Errors are never cached (SPEC §5, §9). The `errors` list is cut to the
+ * entries `listedErrors()` keeps, and the detail says how many more there
+ * are (SPEC §11), so a hostile request cannot make a huge answer.
  *
  * @example
  * problemResponse(new HttpError(404, 'not-found'), '/v1/orders/7', 'req-1').status // 404
  */
 export function problemResponse(error: HttpError, instance: string, requestId: string): Response {
+  const errors = error.init.errors === undefined ? undefined : listedErrors(error.init.errors);
+  const more = errors === undefined || errors.omitted === 0 ? undefined
+    : `${errors.omitted} more ${errors.omitted === 1 ? 'error is' : 'errors are'} not listed.`;
+  const detail = more === undefined ? error.init.detail : error.init.detail === undefined ? more : `${error.init.detail} ${more}`;
   const body: ProblemBody = {
     type: `/problems/${error.slug}`,
     title: PROBLEM_TITLES[error.slug],
     status: error.status,
-    ...(error.init.detail === undefined ? {} : { detail: error.init.detail }),
+    ...(detail === undefined ? {} : { detail }),
     instance,
     requestId,
-    ...(error.init.errors === undefined ? {} : { errors: error.init.errors }),
+    ...(errors === undefined ? {} : { errors: errors.listed }),
   };
   const headers = new Headers(error.init.headers);
   headers.set('content-type', PROBLEM_CONTENT_TYPE);

@@ -8,6 +8,11 @@
  * `/orders/42` with `params.id === 42`. An `int` parameter is a positive
  * integer within 2^53−1 with no sign or leading zero; anything else matches
  * nothing (SPEC §4: 404). `{name}` takes any non-empty segment as a string.
+ *
+ * `match()` takes the path exactly as the client sent it, not as URL parsing
+ * would normalise it: a dot-segment (`.`, `..`, also percent-encoded as
+ * `%2e`) or a backslash anywhere makes the path name nothing, so
+ * `/v1/orders/../users/1` and `/v1\orders` are 404 rather than another route.
  */
 
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -58,6 +63,9 @@ interface Node<H> {
 
 const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
 const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
+// Dot-segments (RFC 3986 §3.3), which URL resolution would remove (§5.2.4),
+// with the dot in any encoding.
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([['v1', 1], ['v2', 2]]);
 
 function newNode<H>(): Node<H> {
@@ -72,6 +80,8 @@ export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
   return {
     routes,
     match(method, path) {
+      // Only an absolute path names a resource (not `*`, not `host:443`).
+      if (!path.startsWith('/')) return { kind: 'not-found', version: undefined };
       const segments = path.split('/');
       // segments[0] is the empty string before the leading slash.
       let start = 1;
@@ -136,7 +146,8 @@ function walk<H>(root: Node<H>, segments: readonly string[], start: number, para
   let node = root;
   for (let i = start; i < segments.length; i++) {
     const segment = segments[i] as string;
-    if (segment === '') return undefined;
+    // A backslash is a path separator to WHATWG URL parsing: never one segment of ours.
+    if (segment === '' || DOT_SEGMENT.test(segment) || segment.includes('\\')) return undefined;
     const literal = node.literal.get(segment);
     if (literal !== undefined) {
       node = literal;

@@ -1,12 +1,13 @@
 /**
  * The HTTP rules applied to every successful response in one place (SPEC §8,
- * §9): the negotiated `Content-Type`, a strong `ETag` from the exact bytes,
- * `Cache-Control` by route, `If-None-Match` answered with 304; and the
- * deprecation fields of version 1. Routes cannot opt out: the pipeline calls
- * this for all of them.
+ * §9): the negotiated `Content-Type`, a strong `ETag` (the handler's own, or
+ * one from the exact bytes), `Cache-Control` by route, `If-None-Match`
+ * answered with 304, also before the representation is built when the route
+ * knows its tag without it; and the deprecation fields of version 1. Routes
+ * cannot opt out: the pipeline calls this for all of them.
  */
 import type { Config } from '../config.ts';
-import { etagOf, noneMatchHits, parseTagList } from './conditional.ts';
+import { etagOf, noneMatchHits, parseTagList, type TagList } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
 
@@ -43,6 +44,23 @@ export function markFinished(response: Response): Response {
   return response;
 }
 
+/**
+ * `If-None-Match` on a GET or HEAD answered before the handler runs, from
+ * `currentTag`: the tag the handler's 200 would carry, found without building
+ * the representation (an order's revision). The 304 is the one `finish()`
+ * would send. `undefined` when the request has no `If-None-Match` or it does
+ * not match: the handler builds the 200 as usual. Errors of `currentTag`
+ * (404) are the request's.
+ */
+export async function notModifiedEarly(request: Request, currentTag: () => Promise<string>, options: FinishOptions): Promise<Response | undefined> {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
+  const condition = ifNoneMatchOf(request);
+  if (condition === null) return undefined;
+  const etag = await currentTag();
+  if (!noneMatchHits(condition, etag)) return undefined;
+  return notModified(new Headers({ etag, 'cache-control': cacheControl(options) }));
+}
+
 async function finishOnce(request: Request, response: Response, options: FinishOptions): Promise<Response> {
   const headers = new Headers(response.headers);
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
@@ -52,7 +70,8 @@ async function finishOnce(request: Request, response: Response, options: FinishO
     return new Response(response.body, { status: response.status, headers });
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
-  const etag = etagOf(bytes);
+  // A handler that knows a tag of its representation (an order's revision) sets it; else the bytes make it.
+  const etag = headers.get('etag') ?? etagOf(bytes);
   headers.set('etag', etag);
   if (!safe) {
     // A write's response is the new state, with the tag a later If-Match needs; never cached.
@@ -60,19 +79,28 @@ async function finishOnce(request: Request, response: Response, options: FinishO
     return new Response(bytes, { status: response.status, headers });
   }
   headers.set('cache-control', cacheControl(options));
+  const condition = ifNoneMatchOf(request);
+  if (condition !== null && noneMatchHits(condition, etag)) return notModified(headers);
+  return new Response(bytes, { status: response.status, headers });
+}
+
+/** The request's `If-None-Match`, `null` when absent; 400 when malformed. */
+function ifNoneMatchOf(request: Request): TagList | null {
   const condition = parseTagList(request.headers.get('if-none-match'));
   if (condition === undefined) {
     throw new HttpError(400, 'invalid-header', { detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".' });
   }
-  if (condition !== null && noneMatchHits(condition, etag)) {
-    const kept = new Headers();
-    for (const name of KEPT_ON_304) {
-      const value = headers.get(name);
-      if (value !== null) kept.set(name, value);
-    }
-    return new Response(null, { status: 304, headers: kept });
+  return condition;
+}
+
+/** A 304 with the fields of `headers` (those of the 200) that RFC 9110 §15.4.5 keeps. */
+function notModified(headers: Headers): Response {
+  const kept = new Headers();
+  for (const name of KEPT_ON_304) {
+    const value = headers.get(name);
+    if (value !== null) kept.set(name, value);
   }
-  return new Response(bytes, { status: response.status, headers });
+  return new Response(null, { status: 304, headers: kept });
 }
 
 function cacheControl(options: FinishOptions): string {

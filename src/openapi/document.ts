@@ -30,7 +30,7 @@ export function openApiPath(pattern: string): string {
 }
 
 const HEADERS: Json = {
-  ETag: { description: 'Strong entity tag of the exact bytes of this representation (SPEC §9).', schema: { type: 'string' } },
+  ETag: { description: 'Strong, opaque entity tag of this representation (SPEC §9): of an order, from its revision, the API version and the media type; of anything else, from its exact bytes.', schema: { type: 'string' } },
   Location: { description: 'The created resource.', schema: { type: 'string' } },
   Link: { description: 'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version".', schema: { type: 'string' } },
   'Cache-Control': { description: 'private, max-age for orders and items; public, max-age for products; no-store for users, payments and errors.', schema: { type: 'string' } },

@@ -11,6 +11,7 @@ import { PaymentV1Schema, PaymentV2Schema } from '../payments/payments.ts';
 import { NewUserSchema } from '../users/user-store.ts';
 import { EVENT_TYPES } from '../events/log.ts';
 import { NewWebhookEndpointSchema } from '../webhooks/endpoints.ts';
+import { MAX_PROBLEM_ERRORS } from '../http/problem.ts';
 
 const Id = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(Number.MAX_SAFE_INTEGER));
 const Timestamp = v.pipe(v.string(), v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/), v.description('RFC 3339, UTC, with milliseconds'));
@@ -54,10 +55,14 @@ const Problem = v.strictObject({
   detail: v.optional(v.string()),
   instance: v.string(),
   requestId: v.string(),
-  errors: v.optional(v.array(v.union([
-    v.strictObject({ pointer: v.pipe(v.string(), v.description('JSON Pointer (RFC 6901) into the request body')), detail: v.string() }),
-    v.strictObject({ parameter: v.pipe(v.string(), v.description('a query parameter')), detail: v.string() }),
-  ]))),
+  errors: v.optional(v.pipe(
+    v.array(v.union([
+      v.strictObject({ pointer: v.pipe(v.string(), v.description('JSON Pointer (RFC 6901) into the request body')), detail: v.string() }),
+      v.strictObject({ parameter: v.pipe(v.string(), v.description('a query parameter')), detail: v.string() }),
+    ])),
+    v.maxLength(MAX_PROBLEM_ERRORS),
+    v.description(`each distinct error once, at most ${MAX_PROBLEM_ERRORS}; the detail says how many more there are`),
+  )),
 });
 
 const Event = v.strictObject({

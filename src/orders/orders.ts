@@ -7,13 +7,14 @@ import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
 import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, where, type Condition, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
+import { orderBy, where, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
 import type { Param } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
-import { createOrder, deleteOrder, getOrder, ownerLimit, updateOrder, type OrderChanges, type Precondition } from './store.ts';
-import { etagOf, matchHolds, parseTagList } from '../http/conditional.ts';
+import { createOrder, deleteOrder, getOrder, getOrderRevision, ownerLimit, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
+import { matchHolds, parseTagList } from '../http/conditional.ts';
+import { orderTag } from './etag.ts';
 
 const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 // numeric(12,2) holds at most 10 integer digits; more can never match a total.
@@ -41,27 +42,61 @@ export const ORDER_LIST: ListSpec<OrderSortKey, OrderFilters> = {
 };
 const SORT_COLUMNS: Record<OrderSortKey, string> = { id: 'o.id', status: 'o.status', createdAt: 'o.created_at', updatedAt: 'o.updated_at', total: 'o.total' };
 
+/** One order filter's condition over the orders `o`, and over the kept counts `c` when they can answer it. */
+interface OrderFilterSql {
+  readonly rows: (placeholder: string) => string;
+  readonly counts?: (placeholder: string) => string;
+}
+const CUSTOMER: OrderFilterSql = { rows: (p) => `o.customer_id = ${p}`, counts: (p) => `c.customer_id = ${p}` };
+const STATUS: OrderFilterSql = { rows: (p) => `o.status = ${p}`, counts: (p) => `c.status = ${p}` };
+// The counts know nothing of totals: a minTotal list counts its rows.
+const MIN_TOTAL: OrderFilterSql = { rows: (p) => `o.total >= ${p}::numeric` };
+/** The counter rows of every customer together (migration 0007). */
+const ALL_CUSTOMERS = 'c.customer_id = 0';
+
+/** The statements and fragments of one order list (sql/queries/orders.sql). */
+export interface OrderListSql {
+  readonly where: string;
+  readonly orderBy: string;
+  readonly params: Param[];
+  /** `ListOrdersKeptTotal` when the total can be read from the kept counts, else `ListOrders`, which counts the rows. */
+  readonly list: 'ListOrders' | 'ListOrdersKeptTotal';
+  /** The statement for the total when the page is past the last. */
+  readonly count: 'CountOrders' | 'SumOrderCounts';
+  /** The filters over the kept counts `c`, numbered as in `where`; only with `ListOrdersKeptTotal`. */
+  readonly totalWhere?: string;
+}
+
 /**
  * The SQL fragments and values of one order list: `owners` (a customer's own
  * id, or the user of the path) and the query's filters become fixed
- * conditions, its sort the fixed column map. Pure; nothing from the request
- * reaches the SQL text.
+ * conditions, its sort the fixed column map. When every condition is a
+ * customer or a status, the total comes from the kept counts (SPEC §2's
+ * exact `meta.total` from a few counter rows). Pure; nothing from the
+ * request reaches the SQL text.
  */
-export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owners: readonly number[]): { where: string; orderBy: string; params: Param[] } {
-  const conditions: Condition[] = owners.map((owner) => ({ sql: (p) => `o.customer_id = ${p}`, value: owner }));
-  const { filters } = query;
-  if (filters.customerId !== undefined) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: filters.customerId });
-  if (filters.status !== undefined) conditions.push({ sql: (p) => `o.status = ${p}`, value: filters.status });
-  if (filters.minTotal !== undefined) conditions.push({ sql: (p) => `o.total >= ${p}::numeric`, value: filters.minTotal });
-  const filter = where(conditions);
-  return { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS), params: filter.params };
+export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owners: readonly number[]): OrderListSql {
+  const filters: [OrderFilterSql, Param][] = owners.map((owner) => [CUSTOMER, owner]);
+  const { customerId, status: wanted, minTotal: atLeast } = query.filters;
+  if (customerId !== undefined) filters.push([CUSTOMER, customerId]);
+  if (wanted !== undefined) filters.push([STATUS, wanted]);
+  if (atLeast !== undefined) filters.push([MIN_TOTAL, atLeast]);
+  const rows = where(filters.map(([f, value]) => ({ sql: f.rows, value })));
+  const sorted = { where: rows.sql, orderBy: orderBy(query.sort, SORT_COLUMNS), params: rows.params };
+  if (!filters.every(([f]) => f.counts !== undefined)) return { ...sorted, list: 'ListOrders', count: 'CountOrders' };
+  // Same conditions in the same order: the same parameter numbers as `where`.
+  const counts = where(filters.map(([f, value]) => ({ sql: f.counts as (p: string) => string, value })));
+  // With no customer condition, the rows that count every customer.
+  const anyCustomer = !filters.some(([f]) => f === CUSTOMER);
+  const totalWhere = !anyCustomer ? counts.sql : counts.sql === 'TRUE' ? ALL_CUSTOMERS : `${ALL_CUSTOMERS} AND ${counts.sql}`;
+  return { ...sorted, list: 'ListOrdersKeptTotal', count: 'SumOrderCounts', totalWhere };
 }
 
 /** One page of orders, limited to `owners`' when given. */
 async function listOrders(ctx: RequestContext, owners: readonly number[]): Promise<Response> {
   const query = listQueryOf(ctx.url, ORDER_LIST);
   const sql = orderListSql(query, owners);
-  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, 'ListOrders', 'CountOrders', sql, sql.params, query);
+  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, sql.list, sql.count, sql, sql.params, query);
   return collectionResponse(ctx.url, rows.map((row) => orderRepresentation(row, ctx.version)), total, query);
 }
 
@@ -79,9 +114,23 @@ async function listOfUser(ctx: RequestContext): Promise<Response> {
   return listOrders(ctx, [userId]);
 }
 
+/**
+ * An order as this request's version and media type represent it, with the
+ * tag of its revision (SPEC §9): the tag `currentTag` finds for a 304, and
+ * the one `If-Match` is compared against.
+ */
+function orderResponse(ctx: RequestContext, row: StoredOrder, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
+  return jsonResponse(orderRepresentation(row, ctx.version), status, { ...headers, etag: orderTag(row.id, row.revision, ctx.version, ctx.contentType) });
+}
+
 async function getOne(ctx: RequestContext): Promise<Response> {
-  const row = await getOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx));
-  return jsonResponse(orderRepresentation(row, ctx.version));
+  return orderResponse(ctx, await getOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx)));
+}
+
+/** The tag of the order of a GET, from its revision alone: an If-None-Match is answered without building the order. */
+async function currentTag(ctx: RequestContext): Promise<string> {
+  const id = ctx.params.id as number;
+  return orderTag(id, await getOrderRevision(ctx.services.db, id, principalOf(ctx)), ctx.version, ctx.contentType);
 }
 
 function itemsOrThrow(items: readonly Item[] | undefined): void {
@@ -106,20 +155,21 @@ async function create(ctx: RequestContext): Promise<Response> {
     customerId = principal.userId;
   }
   const row = await createOrder(ctx.services.db, customerId, body.items, principal.role === 'admin', ctx.tx);
-  return jsonResponse(orderRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
+  return orderResponse(ctx, row, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
 /**
  * The `If-Match` precondition of a write (SPEC §9), checked by the store on
  * the locked row, so the check and the write are atomic: the tag is that of
- * the order's representation in the request's version, as a GET would send.
+ * the locked revision in the request's version and media type, as a GET
+ * would send.
  */
 function ifMatch(ctx: RequestContext): Precondition | undefined {
   const list = parseTagList(ctx.request.headers.get('if-match'));
   if (list === null) return undefined;
   if (list === undefined) throw new HttpError(400, 'invalid-header', { detail: 'If-Match must be * or a list of entity tags such as "abc".' });
-  return (row) => {
-    const current = etagOf(Buffer.from(JSON.stringify(orderRepresentation(row, ctx.version))));
+  return (locked) => {
+    const current = orderTag(locked.id, locked.revision, ctx.version, ctx.contentType);
     if (!matchHolds(list, current)) {
       throw new HttpError(412, 'precondition-failed', { detail: `The order has changed: its current entity tag is not in If-Match.` });
     }
@@ -129,7 +179,7 @@ function ifMatch(ctx: RequestContext): Precondition | undefined {
 async function change(ctx: RequestContext, changes: OrderChanges): Promise<Response> {
   itemsOrThrow(changes.items);
   const row = await updateOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), changes, ifMatch(ctx));
-  return jsonResponse(orderRepresentation(row, ctx.version));
+  return orderResponse(ctx, row);
 }
 
 async function replace(ctx: RequestContext): Promise<Response> {
@@ -180,7 +230,7 @@ export const orderRoutes: readonly RouteSpec[] = [
     },
   },
   {
-    method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne,
+    method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne, currentTag,
     doc: { summary: 'Get an order with its items', success: { status: 200, schema: ORDER } },
   },
   {

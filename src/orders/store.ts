@@ -43,10 +43,23 @@ export function notFound(id: number): HttpError {
   return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
 }
 
-export async function getOrder(db: Database, id: number, principal: Principal, on?: Queryable): Promise<OrderRow> {
-  const row = await db.one<OrderRow>('GetOrder', [id, ownerLimit(principal)], on);
+/** An order as stored: the row of its representation, and its revision (SPEC §9). */
+export interface StoredOrder extends OrderRow {
+  /** Grows with every change to the order or its items (sql/migrations/0008_order_revision.sql). */
+  revision: number;
+}
+
+export async function getOrder(db: Database, id: number, principal: Principal, on?: Queryable): Promise<StoredOrder> {
+  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)], on);
   if (row === undefined) throw notFound(id);
   return row;
+}
+
+/** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
+export async function getOrderRevision(db: Database, id: number, principal: Principal): Promise<number> {
+  const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
+  if (row === undefined) throw notFound(id);
+  return row.revision;
 }
 
 interface ProductPrice {
@@ -56,32 +69,47 @@ interface ProductPrice {
 }
 
 /**
- * Checks that every item names a known product and that all share one
- * currency; returns that currency, or throws 422 with a pointer per item.
+ * The currency of an order's items, given each item's product's currency
+ * (`null`: no such product), in the items' order: the first known one, if
+ * every item is known and shares it; else 422 with a pointer per item at fault.
  */
-async function currencyOf(db: Database, items: readonly Item[], on: Queryable): Promise<string> {
-  const products = new Map(
-    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))], on)).map((p) => [p.id, p]),
-  );
+function currencyOfItems(items: readonly Item[], currencies: readonly (string | null)[]): string {
   const errors: ProblemError[] = [];
   let currency: string | undefined;
   items.forEach((item, index) => {
-    const product = products.get(item.productId);
-    if (product === undefined) {
+    const found = currencies[index] ?? null;
+    if (found === null) {
       errors.push({ pointer: `/items/${index}/productId`, detail: `there is no product ${item.productId}` });
     } else if (currency === undefined) {
-      currency = product.currency;
-    } else if (product.currency !== currency) {
-      errors.push({ pointer: `/items/${index}/productId`, detail: `is priced in ${product.currency}, the order's other items in ${currency}; an order has one currency` });
+      currency = found;
+    } else if (found !== currency) {
+      errors.push({ pointer: `/items/${index}/productId`, detail: `is priced in ${found}, the order's other items in ${currency}; an order has one currency` });
     }
   });
   if (errors.length > 0) throw validationError(errors);
   return currency as string;
 }
 
+/**
+ * Checks that every item names a known product and that all share one
+ * currency; returns that currency, or throws 422 with a pointer per item.
+ */
+async function currencyOf(db: Database, items: readonly Item[], on: Queryable): Promise<string> {
+  const products = new Map(
+    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))], on)).map((p) => [p.id, p.currency]),
+  );
+  return currencyOfItems(items, items.map((item) => products.get(item.productId) ?? null));
+}
+
+function unknownUser(userId: number): HttpError {
+  return validationError([{ pointer: '/customerId', detail: `there is no user ${userId}` }]);
+}
+
+const totalTooLarge = (): HttpError => validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
+
 async function requireUser(db: Database, userId: number, on: Queryable): Promise<void> {
   if ((await db.one('GetUser', [userId], on)) === undefined) {
-    throw validationError([{ pointer: '/customerId', detail: `there is no user ${userId}` }]);
+    throw unknownUser(userId);
   }
 }
 
@@ -91,31 +119,52 @@ async function guardTotal<T>(write: () => Promise<T>): Promise<T> {
     return await write();
   } catch (error) {
     if ((error as { code?: unknown }).code === NUMERIC_OUT_OF_RANGE) {
-      throw validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
+      throw totalTooLarge();
     }
     throw error;
   }
 }
 
-/** Creates a pending order for `customerId` with `items` priced from the catalog now. */
-export async function createOrder(db: Database, customerId: number, items: readonly Item[], checkCustomer: boolean, on?: Queryable): Promise<OrderRow> {
+interface CreateResult {
+  /** The new order's id; `null` when a rule refused it and nothing was written. */
+  id: number | null;
+  customer_known: boolean;
+  /** Each item's product's currency, `null` for an unknown product, in the items' order. */
+  currencies: (string | null)[];
+}
+
+/**
+ * Creates a pending order for `customerId` with `items` priced from the
+ * catalog now, and its order.created event: two statements. The first
+ * checks the rules and writes the order with its items only if they hold; a
+ * refusal writes nothing and fails no statement, so an idempotent request's
+ * transaction stays usable to store it. The errors are the ones the rules
+ * have always given, in the same order: the customer, then each item, then
+ * the total. The second reads the order back after its triggers and writes
+ * the event from it.
+ */
+export async function createOrder(db: Database, customerId: number, items: readonly Item[], checkCustomer: boolean, on?: Queryable): Promise<StoredOrder> {
   return inTransaction(db, on, async (tx) => {
-    if (checkCustomer) await requireUser(db, customerId, tx);
-    const currency = await currencyOf(db, items, tx);
-    const created = await guardTotal(() =>
-      db.one<{ id: number }>('InsertOrder', [customerId, currency, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))], tx),
-    );
-    const row = (await db.one<OrderRow>('GetOrder', [created!.id, null], tx)) as OrderRow;
-    await recordEvent(db, tx, 'order.created', row.customer_id, orderRepresentation(row, 2));
-    return row;
+    const created = (await db.one<CreateResult>(
+      'CreateOrder',
+      [customerId, checkCustomer, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))],
+      tx,
+    )) as CreateResult;
+    if (created.id === null) {
+      if (!created.customer_known) throw unknownUser(customerId);
+      currencyOfItems(items, created.currencies);
+      throw totalTooLarge();
+    }
+    return (await db.one<StoredOrder>('RecordOrderCreated', [created.id], tx)) as StoredOrder;
   });
 }
 
 /**
  * A check of the locked order before a write (`If-Match`): throws to refuse.
- * It runs inside the write's transaction, after the row lock.
+ * It runs inside the write's transaction, after the row lock, on the
+ * revision no other writer can change before this one commits.
  */
-export type Precondition = (current: OrderRow) => void;
+export type Precondition = (current: { readonly id: number; readonly revision: number }) => void;
 
 export interface OrderChanges {
   readonly customerId?: number;
@@ -128,6 +177,7 @@ interface LockedOrder {
   customer_id: number;
   status: Status;
   currency: string;
+  revision: number;
 }
 
 /** Same products with the same quantities, in whatever order. */
@@ -142,12 +192,12 @@ function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean
  * the §3 transition, and editability are checked on the locked row. Setting
  * what the order already has changes nothing, not even `updatedAt`.
  */
-export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<OrderRow> {
+export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<StoredOrder> {
   return inTransaction(db, undefined, async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
-    const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
-    precondition?.(current);
+    precondition?.(locked);
+    const current = (await db.one<StoredOrder>('GetOrder', [id, null], tx)) as StoredOrder;
 
     const customerId = changes.customerId ?? locked.customer_id;
     const customerChanged = customerId !== locked.customer_id;
@@ -175,7 +225,8 @@ export async function updateOrder(db: Database, id: number, principal: Principal
       await db.one('ReplaceOrderItems', [id, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))], tx);
     }
     await guardTotal(() => db.exec('UpdateOrder', [id, customerId, status, currency, itemsChanged], tx));
-    const row = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
+    // The triggers of 0008 have moved the revision: the response's tag is the new state's.
+    const row = (await db.one<StoredOrder>('GetOrder', [id, null], tx)) as StoredOrder;
     const representation = orderRepresentation(row, 2);
     if (customerChanged || itemsChanged) await recordEvent(db, tx, 'order.updated', row.customer_id, representation);
     if (status !== locked.status) await recordEvent(db, tx, 'order.status_changed', row.customer_id, { from: locked.status, to: status, order: representation });
@@ -188,8 +239,8 @@ export async function deleteOrder(db: Database, id: number, principal: Principal
   await inTransaction(db, undefined, async (tx) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
     if (locked === undefined) throw notFound(id);
+    precondition?.(locked);
     const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
-    precondition?.(current);
     if ((await db.one<{ has: boolean }>('OrderHasPayments', [id], tx))?.has) {
       throw new HttpError(409, 'order-has-payments', { detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.` });
     }

@@ -6,8 +6,14 @@
  * a day, then marks the delivery failed. At least once: a process that dies
  * mid-attempt leaves the lease to expire, and the delivery is sent again with
  * the same `webhook-id`.
+ *
+ * Attempts run independently, up to `concurrency` at a time and at most
+ * one per endpoint: each is recorded when it ends, and the worker claims
+ * again at once, so an attempt that takes its whole time-out holds its own
+ * slot and its own endpoint's queue, and delays no other endpoint.
  */
 import { createHmac } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Database } from '../db/database.ts';
 import { eventRepresentation, type EventRow } from '../events/log.ts';
 import type { Logger } from '../log.ts';
@@ -20,8 +26,10 @@ export interface WorkerOptions {
   readonly leaseSeconds: number;
   /** Seconds to wait before each retry; after the last, the delivery fails. */
   readonly retryDelaysSeconds: readonly number[];
+  /** The deadline of one attempt, from the lookup to a 2xx answer's head, or another answer's last byte. */
   readonly timeoutMs: number;
-  readonly batch: number;
+  /** How many attempts may be in flight at once in this process (never two to one endpoint). */
+  readonly concurrency: number;
   readonly allowPrivate: boolean;
 }
 
@@ -33,11 +41,12 @@ export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, 'allowPrivate'> = {
   leaseSeconds: 60,
   retryDelaysSeconds: DEFAULT_RETRY_DELAYS,
   timeoutMs: 10_000,
-  batch: 20,
+  concurrency: 20,
 };
 
 interface Claimed extends EventRow {
   id: number;
+  endpoint_id: number;
   attempts: number;
   url: string;
   secret: string;
@@ -59,11 +68,19 @@ export interface DeliveryWorker {
 }
 
 export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOptions): DeliveryWorker {
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError(`webhook worker: concurrency must be a positive integer, not ${options.concurrency}`);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let claiming: Promise<void> | undefined;
+  // An attempt ended while a claim ran: its slot and its endpoint's next delivery were not seen by that claim.
+  let freedWhileClaiming = false;
   // Aborts the attempts in flight on stop(): they are recorded as failed and retried later.
   const aborted = new AbortController();
-  let running: Promise<void> = Promise.resolve();
+  // Each attempt in flight listens on it (transport.ts): up to `concurrency` at once, not a leak.
+  setMaxListeners(Math.max(10, options.concurrency), aborted.signal);
+  const inFlight = new Set<Promise<void>>();
+  // The endpoints of the attempts in flight: ClaimDeliveries skips them, so each has at most one at a time.
+  const busyEndpoints = new Set<number>();
 
   const attempt = async (delivery: Claimed): Promise<void> => {
     const id = `msg_${delivery.id}`;
@@ -76,41 +93,85 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
       body,
       { timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate, signal: aborted.signal },
     );
-    const ok = status !== null && status >= 200 && status < 300;
+    const durationMs = Math.round(performance.now() - started);
+    // Any 2xx acknowledges: the transport settles it, error null, once its head arrives, whatever its body does.
+    const ok = error === null && status !== null && status >= 200 && status < 300;
     const retryIn = options.retryDelaysSeconds[delivery.attempts - 1];
     const outcome = ok ? 'delivered' : retryIn === undefined ? 'failed' : 'pending';
     // Fenced by the attempt number: if this attempt outlived its lease and
     // another process claimed the delivery since, its result is dropped.
-    const recorded = await db.one('RecordAttempt', [delivery.id, status, error, Math.round(performance.now() - started), outcome, ok || retryIn === undefined ? 0 : retryIn, delivery.attempts]);
+    const recorded = await db.one('RecordAttempt', [delivery.id, status, error, durationMs, outcome, ok || retryIn === undefined ? 0 : retryIn, delivery.attempts]);
     if (recorded === undefined) log.warn('webhook attempt outlived its lease; result dropped', { delivery: delivery.id, attempt: delivery.attempts, status });
-    log.info('webhook attempt', { delivery: delivery.id, event: delivery.event_id, attempt: delivery.attempts, status, outcome, ...(error ? { error } : {}) });
+    const fields = { delivery: delivery.id, event: delivery.event_id, attempt: delivery.attempts, status, outcome, durationMs, ...(error ? { error } : {}) };
+    if (ok) log.info('webhook attempt', fields);
+    else log.warn('webhook attempt', fields);
   };
 
-  const tick = async (): Promise<void> => {
+  const run = (delivery: Claimed) => {
+    busyEndpoints.add(delivery.endpoint_id);
+    const done: Promise<void> = attempt(delivery)
+      .catch((error: unknown) => log.warn('webhook attempt not recorded', { delivery: delivery.id, error: String(error) }))
+      .finally(() => {
+        inFlight.delete(done);
+        busyEndpoints.delete(delivery.endpoint_id);
+        // At once: the endpoint may have more due, which no claim could take while this attempt ran.
+        wake(0);
+      });
+    inFlight.add(done);
+  };
+
+  /**
+   * Claims as many due deliveries as there are free slots (at least one: see
+   * wake), at most one per endpoint and none for a busy endpoint, and starts them.
+   */
+  const claim = async (): Promise<void> => {
+    const free = options.concurrency - inFlight.size;
+    freedWhileClaiming = false;
     let claimed: Claimed[] = [];
     try {
-      claimed = await db.many<Claimed>('ClaimDeliveries', [options.batch, options.leaseSeconds]);
-      await Promise.all(claimed.map((delivery) => attempt(delivery).catch((error: unknown) => log.warn('webhook attempt not recorded', { delivery: delivery.id, error: String(error) }))));
+      claimed = await db.many<Claimed>('ClaimDeliveries', [free, options.leaseSeconds, [...busyEndpoints].map(String)]);
     } catch (error) {
       log.warn('webhook worker could not claim deliveries', { error: String(error) });
     }
-    if (!stopped) schedule(claimed.length === options.batch ? 0 : options.pollMs);
+    // Claimed after a stop() has started: the aborted signal ends these at once, recorded for a retry.
+    for (const delivery of claimed) run(delivery);
   };
 
-  const schedule = (delay: number) => {
+  /**
+   * Claims again after `delay` ms, unless an earlier claim is already set;
+   * while a claim runs, a call with no delay makes it claim again at once
+   * when it ends. Called only with a slot free.
+   */
+  const wake = (delay: number) => {
+    if (stopped) return;
+    if (claiming !== undefined) {
+      if (delay === 0) freedWhileClaiming = true;
+      return;
+    }
+    if (timer !== undefined) {
+      if (delay > 0) return;
+      clearTimeout(timer);
+    }
     timer = setTimeout(() => {
-      running = tick();
+      timer = undefined;
+      claiming = claim().finally(() => {
+        claiming = undefined;
+        // Full: the next attempt to end wakes the worker. Else whatever was
+        // due and claimable has been claimed, unless an attempt ended meanwhile.
+        if (inFlight.size < options.concurrency) wake(freedWhileClaiming ? 0 : options.pollMs);
+      });
     }, delay);
     timer.unref();
   };
 
-  schedule(0);
+  wake(0);
   return {
     async stop() {
       stopped = true;
       clearTimeout(timer);
       aborted.abort();
-      await running;
+      await claiming;
+      await Promise.all(inFlight);
     },
   };
 }

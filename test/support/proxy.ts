@@ -1,15 +1,28 @@
 /**
- * A TCP proxy in front of a database, which a test can take down and bring
- * back on the same port: the database "goes away" without stopping it.
+ * A TCP proxy in front of a database, which a test can take down, blackhole
+ * and bring back on the same port: the database "goes away" without
+ * stopping it.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 
 export interface Proxy {
   readonly port: number;
-  /** Refuses new connections and cuts the open ones. */
-  down(): Promise<void>;
-  /** Accepts connections again, on the same port. */
+  /**
+   * Refuses new connections and cuts the open ones: closed politely (FIN),
+   * or with `reset`, reset (RST), as a crashed peer or a firewall does.
+   */
+  down(options?: { reset?: boolean }): Promise<void>;
+  /**
+   * Keeps every connection open, and accepts new ones, but forwards nothing
+   * either way (a link that stops answering). After `up()` new connections
+   * are forwarded again, but the held ones never answer again (as through a
+   * stateful firewall that forgot them): only their client can end them.
+   */
+  blackhole(): void;
+  /** Accepts and forwards connections again, on the same port. */
   up(): Promise<void>;
+  /** Connections accepted so far. */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
@@ -17,16 +30,31 @@ export type ProxyTarget = { readonly host: string; readonly port: number } | { r
 
 export async function startProxy(target: ProxyTarget): Promise<Proxy> {
   const sockets = new Set<Socket>();
+  let holding = false;
+  let accepted = 0;
+  const hold = (s: Socket) => {
+    s.unpipe();
+    s.pause();
+  };
   const newServer = (): Server =>
     createServer((client) => {
-      const upstream = "path" in target ? createConnection(target.path) : createConnection(target.port, target.host);
+      accepted += 1;
+      sockets.add(client);
+      client.on('close', () => sockets.delete(client));
+      client.on('error', () => client.destroy());
+      if (holding) {
+        client.pause();
+        return;
+      }
+      const upstream = 'path' in target ? createConnection(target.path) : createConnection(target.port, target.host);
+      sockets.add(upstream);
+      upstream.on('close', () => sockets.delete(upstream));
       for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
         s.on('error', () => {
           client.destroy();
           upstream.destroy();
         });
+        s.on('close', () => (s === client ? upstream : client).destroy());
       }
       client.pipe(upstream).pipe(client);
     });
@@ -37,20 +65,39 @@ export async function startProxy(target: ProxyTarget): Promise<Proxy> {
   });
   await listen(0);
   const port = (server.address() as { port: number }).port;
-  const down = async () => {
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const s of sockets) s.destroy();
+  const cutAll = (reset = false) => {
+    for (const s of sockets) {
+      if (reset && !s.destroyed && s.readyState === 'open') s.resetAndDestroy();
+      else s.destroy();
+    }
+  };
+  const down = async (options: { reset?: boolean } = {}) => {
+    holding = false;
+    const closed = server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+    cutAll(options.reset);
     await closed;
   };
   return {
     port,
     down,
+    blackhole() {
+      holding = true;
+      for (const s of sockets) hold(s);
+    },
     async up() {
+      if (holding) {
+        holding = false;
+        return;
+      }
+      if (server.listening) return;
       server = newServer();
       await listen(port);
     },
+    get accepted() {
+      return accepted;
+    },
     async close() {
-      if (server.listening) await down();
+      await down();
     },
   };
 }

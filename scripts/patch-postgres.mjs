@@ -1,0 +1,242 @@
+#!/usr/bin/env node
+/**
+ * Fixes in the `postgres` driver (3.4.9, the latest release) for connections
+ * that are reset while queries use them. Run by `npm ci` / `npm install`
+ * (the `postinstall` script of package.json); safe to run again.
+ *
+ * Each fix is an exact text replacement, in the ESM build (src/) and the
+ * CommonJS build (cjs/src/), which are the same code. A replacement whose
+ * original text is missing and that was not applied before stops the
+ * install: a new driver release must be looked at, not patched blindly.
+ *
+ * What goes wrong without them (seen through a TCP proxy that cuts the
+ * connections to PostgreSQL):
+ *
+ * 1. `closed()` cancels the pending write timer but leaves it set, with its
+ *    data. Every later small write (the next start-up message, the next
+ *    query) waits for a timer that never fires: the reconnected connection
+ *    sends nothing and its queries stay queued. And the stale data is sent
+ *    ahead of the next connection's start-up message.
+ * 2. A transaction (`sql.begin`) or reserved connection (`sql.reserve`)
+ *    whose connection closes goes on sending its statements to it. With no
+ *    socket, the delayed write throws `TypeError: Cannot read properties of
+ *    null (reading 'write')` from a timer: an uncaught exception that ends
+ *    the process. If the pool has meanwhile reconnected that connection for
+ *    another query, the rest of the transaction runs on the new session,
+ *    outside any transaction (autocommit), and a statement that was queued
+ *    when the connection opened is resolved by the new session's first
+ *    ReadyForQuery with no rows, as if it had run and found nothing.
+ *    Statements the transaction had queued behind a busy connection were
+ *    never settled.
+ *
+ * 3. A connection that fails while it loads the array types (its first
+ *    query after start-up; a reset, or the server's shutdown message)
+ *    rejects a promise that nothing awaits: the process ends with an
+ *    unhandled rejection. And an error response of a session that then
+ *    closed was kept, to fail the next session's first query.
+ * 4. A reserved connection released after it closed went back to the pool
+ *    without a socket: every later query hung.
+ * 5. A link that stops answering (a blackhole: the socket stays open, nothing
+ *    comes back) leaves the statements on it waiting for ever; TCP
+ *    keep-alive never notices a peer whose kernel still acknowledges, a
+ *    proxy's say.
+ *
+ * The fixes: a connection without a socket refuses to execute (the query
+ * fails with CONNECTION_CLOSED); the write and error state is cleared when
+ * the socket closes or the connection terminates; a delayed write with no
+ * socket is dropped; a transaction or reserved connection whose connection
+ * closed fails its queued and later statements with the close error, and is
+ * not handed back to the pool; a failed array-type load is left to the
+ * connection's own close. And one option, `stall_timeout` (seconds, off by
+ * default): a connection awaiting an answer that receives nothing for that
+ * long is destroyed, which fails its statements with CONNECTION_CLOSED. Only
+ * silence while an answer is due counts: an idle connection is left alone,
+ * and the driver's own data handler sees through TLS.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MARK = 'orders-service patch';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'postgres');
+
+/** [file under src/ and cjs/src/, original text, replacement]. */
+export const FIXES = [
+  // 2: a connection with no socket has no session to run a query in.
+  ['connection.js',
+    `      return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))
+
+    if (stream)`,
+    `      return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))
+
+    if (!socket) // ${MARK}: closed, or not yet connected
+      return queryError(q, Errors.connection('CONNECTION_CLOSED', options))
+
+    if (stream)`],
+  // 2: the crash site: a delayed write after the socket went away.
+  ['connection.js',
+    `  function nextWrite(fn) {
+    const x = socket.write(chunk, fn)`,
+    `  function nextWrite(fn) {
+    if (!socket) // ${MARK}: the socket closed before this delayed write
+      return (chunk = nextWriteTimer = null, false)
+    const x = socket.write(chunk, fn)`],
+  // 1, 3, 5: the write, error and stall state dies with its socket.
+  ['connection.js',
+    `    clearImmediate(nextWriteTimer)
+    if (socket) {`,
+    `    clearImmediate(nextWriteTimer)
+    chunk = nextWriteTimer = null // ${MARK}
+    stallTimer && (clearTimeout(stallTimer), stallTimer = null)
+    if (socket) {`],
+  ['connection.js',
+    `    clearImmediate(nextWriteTimer)
+    socket.removeListener('data', data)`,
+    `    clearImmediate(nextWriteTimer)
+    chunk = nextWriteTimer = errorResponse = null // ${MARK}
+    stallTimer && (clearTimeout(stallTimer), stallTimer = null)
+    socket.removeListener('data', data)`],
+  // 3: a failed type load is the connection's close, which fails its queries.
+  ['connection.js',
+    `        return fetchArrayTypes()`,
+    `        return fetchArrayTypes().catch(noop) // ${MARK}`],
+  // 5: the stall watch: started when a statement is sent, restarted by every
+  // byte received while an answer is due, stopped when none is.
+  ['connection.js',
+    `    , nextWriteTimer = null
+`,
+    `    , nextWriteTimer = null
+    , stallTimer = null // ${MARK}
+`],
+  ['connection.js',
+    `      build(q)
+      return write(toBuffer(q))`,
+    `      build(q)
+      watchStall() // ${MARK}
+      return write(toBuffer(q))`],
+  ['connection.js',
+    `  function nextWrite(fn) {`,
+    `  // ${MARK}: destroys a connection that hears nothing while an answer is due.
+  function watchStall() {
+    options.stall_timeout && !stallTimer && (stallTimer = setTimeout(stalled, options.stall_timeout * 1000))
+  }
+
+  function stalled() {
+    stallTimer = null
+    socket && socket.destroy()
+  }
+
+  function nextWrite(fn) {`],
+  ['connection.js',
+    `  function data(x) {
+    if (incomings) {
+      incomings.push(x)
+      remaining -= x.length
+      if (remaining > 0)
+        return
+    }`,
+    `  function data(x) {
+    stallTimer && (clearTimeout(stallTimer), stallTimer = null) // ${MARK}
+    if (incomings) {
+      incomings.push(x)
+      remaining -= x.length
+      if (remaining > 0)
+        return watchStall() // ${MARK}: the rest of a message is due
+    }`],
+  ['connection.js',
+    `      incoming = incoming.subarray(length + 1)
+      remaining = 0
+      incomings = null
+    }
+  }`,
+    `      incoming = incoming.subarray(length + 1)
+      remaining = 0
+      incomings = null
+    }
+    ;(query || sent.length || incomings) && watchStall() // ${MARK}
+  }`],
+  ['index.js',
+    `    socket          : o.socket,`,
+    `    socket          : o.socket,
+    stall_timeout   : o.stall_timeout || 0, // ${MARK}`],
+  // 2: nothing of the old session may be resolved by the next one.
+  ['connection.js',
+    `    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))`,
+    `    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))
+    query = null // ${MARK}: rejected above or by the 'error' event`],
+  // 2: a transaction ends with its connection.
+  ['index.js',
+    `      , connection
+      , prepare = null
+`,
+    `      , connection
+      , prepare = null
+      , closedError = null // ${MARK}
+`],
+  ['index.js',
+    `        new Promise((_, reject) => connection.onclose = reject)`,
+    `        new Promise((_, reject) => connection.onclose = e => { // ${MARK}
+          closedError = e
+          while (queries.length) queries.shift().reject(e)
+          reject(e)
+        })`],
+  ['index.js',
+    `        q.catch(e => uncaughtError || (uncaughtError = e))
+        c.queue === full`,
+    `        q.catch(e => uncaughtError || (uncaughtError = e))
+        if (closedError) // ${MARK}
+          return q.reject(closedError)
+        c.queue === full`],
+  // 2: so does a reserved connection.
+  ['index.js',
+    `    move(c, reserved)
+    c.reserved = () => queue.length`,
+    `    move(c, reserved)
+    let closedError = null // ${MARK}
+    c.onclose = e => {
+      closedError = e
+      while (queue.length) queue.shift().reject(e)
+    }
+    c.reserved = () => queue.length`],
+  // 4: nor is it handed back to the pool.
+  ['index.js',
+    `    sql.release = () => {
+      c.reserved = null`,
+    `    sql.release = () => {
+      if (closedError) // ${MARK}: closed; the pool has it back already
+        return
+      c.reserved = null`],
+  ['index.js',
+    `    function handler(q) {
+      c.queue === full
+        ? queue.push(q)`,
+    `    function handler(q) {
+      if (closedError) // ${MARK}
+        return q.reject(closedError)
+      c.queue === full
+        ? queue.push(q)`],
+];
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) apply();
+
+function apply() {
+  let applied = 0;
+  for (const build of ['src', join('cjs', 'src')]) {
+    const texts = new Map();
+    const read = (file) => texts.get(file) ?? texts.set(file, readFileSync(join(root, build, file), 'utf8')).get(file);
+    for (const [file, original, replacement] of FIXES) {
+      const text = read(file);
+      if (text.includes(replacement)) continue;
+      const at = text.indexOf(original);
+      if (at === -1 || text.indexOf(original, at + 1) !== -1) {
+        process.stderr.write(`patch-postgres: ${build}/${file} does not contain exactly one copy of:\n${original}\n` +
+          'The postgres driver changed; review scripts/patch-postgres.mjs against it.\n');
+        process.exit(1);
+      }
+      texts.set(file, text.slice(0, at) + replacement + text.slice(at + original.length));
+      applied += 1;
+    }
+    for (const [file, text] of texts) writeFileSync(join(root, build, file), text);
+  }
+  if (applied > 0) process.stdout.write(`patch-postgres: ${applied} fixes applied to node_modules/postgres\n`);
+}

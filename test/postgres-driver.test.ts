@@ -1,0 +1,240 @@
+/**
+ * The fixes to the `postgres` driver (scripts/patch-postgres.mjs), each
+ * provoked exactly: a connection that closes under a transaction, and one
+ * that closes with a write still pending. Without the fixes the first ends
+ * the process with an uncaught TypeError, the second never reconnects.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import postgres from 'postgres';
+import { openEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { startProxy, type Proxy } from './support/proxy.ts';
+import { FIXES } from '../scripts/patch-postgres.mjs';
+
+let database: TestDatabase;
+let embedded: EmbeddedDatabase | undefined;
+let proxy: Proxy;
+let url: string;
+
+before(async () => {
+  database = await createTestDatabase();
+  if (database.target) {
+    proxy = await startProxy({ host: database.target.host, port: database.target.port });
+    url = `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`;
+  } else {
+    embedded = await openEmbedded(undefined, 4);
+    proxy = await startProxy({ path: embedded.socketPath });
+    url = `postgres://postgres@127.0.0.1:${proxy.port}/postgres`;
+  }
+});
+
+after(async () => {
+  await proxy.close();
+  await embedded?.close();
+  await database.drop();
+});
+
+/** Resolves when `fn` has been called; for awaiting a point in a callback. */
+function signal(): { promise: Promise<void>; fire: () => void } {
+  let fire = () => {};
+  const promise = new Promise<void>((resolve) => {
+    fire = resolve;
+  });
+  return { promise, fire };
+}
+
+describe('the patched postgres driver', { timeout: 20_000 }, () => {
+  it('is patched: every fix is in node_modules, in both builds (npm ci runs scripts/patch-postgres.mjs)', () => {
+    for (const build of ['src', 'cjs/src']) {
+      for (const [file, , replacement] of FIXES) {
+        const text = readFileSync(new URL(`../node_modules/postgres/${build}/${file}`, import.meta.url), 'utf8');
+        assert.ok(text.includes(replacement), `${build}/${file} lacks the fix:\n${replacement}`);
+      }
+    }
+  });
+
+  it('a transaction whose connection closed fails its next statement with CONNECTION_CLOSED, and never runs it on the next session', async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0 });
+    try {
+      const inside = signal();
+      const resume = signal();
+      const transaction = sql.begin(async (tx) => {
+        await tx`SELECT 1`;
+        inside.fire();
+        await resume.promise;
+        // The connection is gone: this must fail, not run elsewhere or resolve empty.
+        return tx`SELECT 42 AS answer`;
+      });
+      const outcome = transaction.then(() => 'committed', (error: { code?: string }) => error.code);
+      await inside.promise;
+      // Another query waits for the pool's only connection, so the pool
+      // reconnects it at once for that query when it closes.
+      const queued = sql`SELECT 2 AS two`;
+      const queuedOutcome = queued.then((rows) => rows[0]?.two, (error: { code?: string }) => error.code);
+      await proxy.down();
+      await proxy.up();
+      resume.fire();
+      assert.equal(await outcome, 'CONNECTION_CLOSED');
+      // The queued query runs on the new session (or fails cleanly with the cut).
+      assert.ok([2, 'CONNECTION_CLOSED', 'ECONNRESET'].includes(await queuedOutcome as number | string));
+      assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a statement queued behind a busy transaction is settled when the connection closes', async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0 });
+    try {
+      const inside = signal();
+      const transaction = sql.begin(async (tx) => {
+        await tx`SELECT 1`;
+        inside.fire();
+        // Two at once: the second waits in the transaction's own queue.
+        return Promise.all([tx`SELECT pg_sleep(0.5)`, tx`SELECT 2`]);
+      });
+      const outcome = transaction.then(() => 'committed', (error: { code?: string }) => error.code);
+      await inside.promise;
+      await proxy.down();
+      await proxy.up();
+      assert.equal(await outcome, 'CONNECTION_CLOSED');
+      assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  /** A pool of one connection through the proxy whose sockets the test can reach; `onWrite` may take a write over. */
+  function pool(options: { stall_timeout?: number; onWrite?: (socket: Socket, index: number, chunk: Buffer) => boolean } = {}) {
+    const sockets: Socket[] = [];
+    const sql = postgres(url, {
+      max: 1,
+      onnotice: () => {},
+      backoff: () => 0,
+      connect_timeout: 2,
+      ...(options.stall_timeout === undefined ? {} : { stall_timeout: options.stall_timeout }),
+      socket: () => {
+        const socket = connect(proxy.port, '127.0.0.1');
+        const index = sockets.push(socket) - 1;
+        const write = socket.write.bind(socket) as (chunk: Buffer, ...rest: unknown[]) => boolean;
+        socket.write = ((chunk: Buffer, ...rest: unknown[]) => (options.onWrite?.(socket, index, Buffer.from(chunk)) ? true : write(chunk, ...rest))) as typeof socket.write;
+        return socket;
+      },
+    } as postgres.Options<Record<string, never>>);
+    return { sql, sockets };
+  }
+
+  it('a connection closed with a write still pending reconnects and runs the next query', async () => {
+    const { sql, sockets } = pool();
+    try {
+      assert.deepEqual([...(await sql`SELECT 1 AS one`)], [{ one: 1 }]);
+      const query = sql`SELECT 2 AS two`;
+      const lost = query.execute().then(() => 'ran', (error: { code?: string }) => error.code);
+      // The driver has written the query; its bytes wait for the next check phase.
+      for (let i = 0; i < 100 && !(query as unknown as { state?: unknown }).state; i++) await null;
+      assert.ok((query as unknown as { state?: unknown }).state, 'the query was handed to the connection');
+      // The close reaches the driver before that phase, as when it lands in
+      // the same poll phase as the data that made the driver write.
+      const socket = sockets.at(-1)!;
+      socket.destroy();
+      socket.emit('close', false);
+      assert.equal(await lost, 'CONNECTION_CLOSED');
+      // Unpatched, the stale write timer holds back every later small write:
+      // the next connection's start-up message is never sent (CONNECT_TIMEOUT).
+      assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  /** The FATAL error a server sends when it shuts down (SQLSTATE 57P01). */
+  function shutdownMessage(): Buffer {
+    const fields = [['S', 'FATAL'], ['V', 'FATAL'], ['C', '57P01'], ['M', 'terminating connection due to administrator command']];
+    const body = Buffer.concat([...fields.map(([k, v]) => Buffer.from(`${k}${v}\0`)), Buffer.from('\0')]);
+    const head = Buffer.alloc(5);
+    head.write('E');
+    head.writeUInt32BE(body.length + 4, 1);
+    return Buffer.concat([head, body]);
+  }
+
+  for (const [fault, cut] of [
+    ['a reset', (socket: Socket) => setImmediate(() => socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })))],
+    ['the server shutting down', (socket: Socket) => setImmediate(() => {
+      socket.emit('data', shutdownMessage());
+      socket.destroy();
+    })],
+  ] as const) {
+    it(`${fault} while a new connection loads its array types leaves the process running, and the next query runs`, async () => {
+      const { sql } = pool({
+        onWrite: (socket, index, chunk) => {
+          if (index !== 0 || !chunk.includes('typcategory')) return false;
+          cut(socket);
+          return true;
+        },
+      });
+      try {
+        const first = await sql`SELECT 1 AS one`.then((rows) => [...rows], (error: { code?: string }) => error.code);
+        // It fails with the cut, or the driver reconnects for it and it runs; never an unhandled rejection.
+        assert.ok(['ECONNRESET', '57P01', 'CONNECTION_CLOSED'].includes(first as string) || JSON.stringify(first) === '[{"one":1}]', `the first query: ${JSON.stringify(first)}`);
+        assert.deepEqual([...(await sql`SELECT 2 AS two`)], [{ two: 2 }]);
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    });
+  }
+
+  it('a reserved connection released after it closed is not handed back: the pool goes on', async () => {
+    const { sql, sockets } = pool();
+    try {
+      const reserved = await sql.reserve();
+      assert.deepEqual([...(await reserved`SELECT 1 AS one`)], [{ one: 1 }]);
+      const closed = once(sockets.at(-1)!, 'close');
+      sockets.at(-1)!.destroy();
+      await closed;
+      assert.equal(await reserved`SELECT 2`.then(() => 'ran', (error: { code?: string }) => error.code), 'CONNECTION_CLOSED');
+      reserved.release();
+      assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
+      assert.deepEqual([...(await sql`SELECT 4 AS four`)], [{ four: 4 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('stall_timeout: a connection that hears nothing while an answer is due is dropped, even as more statements are sent', async () => {
+    const { sql, sockets } = pool({ stall_timeout: 0.5 });
+    try {
+      assert.deepEqual([...(await sql`SELECT 1 AS one`)], [{ one: 1 }]);
+      proxy.blackhole();
+      const started = performance.now();
+      const first = sql`SELECT 2`.then(() => 'ran', (error: { code?: string }) => error.code);
+      // Writes keep coming on that connection: they must not postpone the verdict.
+      const more: Promise<unknown>[] = [];
+      const sender = setInterval(() => more.push(sql`SELECT 3`.catch(() => {})), 100);
+      const outcome = await first;
+      clearInterval(sender);
+      const took = performance.now() - started;
+      assert.equal(outcome, 'CONNECTION_CLOSED');
+      assert.ok(took >= 450 && took < 2_000, `dropped after the stall timeout, took ${Math.round(took)} ms`);
+      await proxy.up();
+      await Promise.all(more);
+      assert.deepEqual([...(await sql`SELECT 4 AS four`)], [{ four: 4 }]);
+    } finally {
+      await proxy.up();
+      await sql.end({ timeout: 1 });
+    }
+    // An idle connection is left alone, however long it stays idle.
+    const idle = pool({ stall_timeout: 0.2 });
+    try {
+      assert.deepEqual([...(await idle.sql`SELECT 1 AS one`)], [{ one: 1 }]);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      assert.deepEqual([...(await idle.sql`SELECT 2 AS two`)], [{ two: 2 }]);
+      assert.equal(idle.sockets.length, 1, 'the same connection served both');
+    } finally {
+      await idle.sql.end({ timeout: 1 });
+    }
+  });
+});

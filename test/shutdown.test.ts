@@ -1,0 +1,93 @@
+/**
+ * SPEC §1 shutdown, timed on the service as `make run` starts it (a child
+ * process): with nothing in flight it exits 0 within 1 s of SIGTERM, whatever
+ * keep-alive connections are open; a request in flight finishes first, and its
+ * connection does not keep the process waiting afterwards.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { startService, type ServiceProcess } from './support/process.ts';
+
+/** SPEC §1: "With nothing in flight it exits within 1 s." */
+const EXIT_WITHIN_MS = 1_000;
+
+describe('shutdown on SIGTERM', () => {
+  let database: TestDatabase;
+  let service: ServiceProcess | undefined;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    if (service !== undefined && service.process.exitCode === null) service.process.kill('SIGKILL');
+    await database.drop();
+  });
+
+  const start = async () => {
+    service = await startService({ DATABASE_URL: database.url, RATE_LIMIT: 'off', LOG_LEVEL: 'info' });
+    return service;
+  };
+  const port = (s: ServiceProcess) => Number(new URL(s.url).port);
+  const openSocket = async (s: ServiceProcess): Promise<Socket> => {
+    const socket = connect(port(s), '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    return socket;
+  };
+
+  it('exits 0 within 1 s with nothing in flight: one keep-alive connection idle after a request, one that has sent nothing yet', async () => {
+    const s = await start();
+    // A browser's pre-connection: open, no request yet.
+    const silent = await openSocket(s);
+    const agent = new Agent({ keepAlive: true });
+    const status = await new Promise<number>((resolve, reject) => {
+      request({ host: '127.0.0.1', port: port(s), path: '/v1/products', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      }).on('error', reject).end();
+    });
+    assert.equal(status, 200);
+    const exited = once(s.process, 'exit');
+    const signalled = performance.now();
+    s.process.kill('SIGTERM');
+    const [code] = await exited;
+    const elapsed = performance.now() - signalled;
+    agent.destroy();
+    silent.destroy();
+    assert.equal(code, 0, s.stderr());
+    assert.ok(elapsed < EXIT_WITHIN_MS, `exited ${Math.round(elapsed)} ms after SIGTERM`);
+  });
+
+  it('lets a request in flight finish, closes its keep-alive connection after the response, and exits within 1 s of it', async () => {
+    const s = await start();
+    const socket = await openSocket(s);
+    socket.write('POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n');
+    // "100 Continue": the server has parsed the request head, so it is in flight.
+    const [continued] = (await once(socket, 'data')) as [Buffer];
+    assert.equal(continued.toString('latin1'), 'HTTP/1.1 100 Continue\r\n\r\n');
+    const stopping = new Promise<void>((resolve) => {
+      const check = () => s.stdout().includes('"message":"shutting down"') && resolve();
+      s.process.stdout.on('data', check);
+      check();
+    });
+    const exited = once(s.process, 'exit');
+    s.process.kill('SIGTERM');
+    await stopping;
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const closed = once(socket, 'close');
+    socket.write('null');
+    await once(socket, 'data');
+    const answered = performance.now();
+    const [code] = await exited;
+    const elapsed = performance.now() - answered;
+    await closed;
+    assert.equal(code, 0, s.stderr());
+    assert.ok(elapsed < EXIT_WITHIN_MS, `exited ${Math.round(elapsed)} ms after the response`);
+    assert.match(received, /^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    assert.match(received.slice(0, received.indexOf('\r\n\r\n')), /\r\nconnection: close(\r\n|$)/i);
+  });
+});
