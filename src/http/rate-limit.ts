@@ -1,10 +1,15 @@
 /**
  * Rate limits (SPEC §10): a fixed window of `limit` requests per
- * `windowSeconds` per key (a user, or a client address). The counter table
- * holds at most `maxKeys` entries; when full, the oldest key (by the time its
- * window started) is dropped, so memory stays bounded whatever the traffic.
- * The header fields follow draft-ietf-httpapi-ratelimit-headers.
+ * `windowSeconds` per key (a user, or a client's address group). The counter
+ * table holds at most `maxKeys` windows and never drops one that is still
+ * running: a window leaves the table only once it has ended. A new key that
+ * finds the table full of running windows is counted in one shared overflow
+ * window, so a flood of new clients shares a single budget and can never give
+ * a limited client a fresh one. Memory stays bounded (`maxKeys` + 1 windows)
+ * whatever the traffic. The header fields follow
+ * draft-ietf-httpapi-ratelimit-headers.
  */
+import { isIPv4, isIPv6 } from 'node:net';
 import type { RateLimit } from '../config.ts';
 
 export interface RateDecision {
@@ -17,7 +22,7 @@ export interface RateDecision {
 
 export interface RateLimiter {
   consume(key: string): RateDecision;
-  /** The number of keys held now (for tests and metrics). */
+  /** The number of keys held now, the overflow window aside (for tests and metrics). */
   readonly size: number;
   /** The `RateLimit-Policy` field value. */
   readonly policy: string;
@@ -31,11 +36,43 @@ interface Window {
   count: number;
 }
 
-export function createRateLimiter(config: RateLimit, now: () => number = Date.now, maxKeys = DEFAULT_MAX_KEYS): RateLimiter {
+/**
+ * A limiter of `config.limit` requests per window per key, holding at most
+ * `maxKeys` windows (`now` is a monotonic clock in milliseconds).
+ *
+ * ```ts
+ * const limiter = createRateLimiter({ limit: 600, windowSeconds: 60 });
+ * limiter.consume('user:7'); // { allowed: true, remaining: 599, resetSeconds: 60 }
+ * ```
+ */
+export function createRateLimiter(config: RateLimit, now: () => number = () => performance.now(), maxKeys = DEFAULT_MAX_KEYS): RateLimiter {
+  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be a positive integer, got ${maxKeys}`);
   const windowMs = config.windowSeconds * 1000;
   // A Map iterates in insertion order; a key is re-inserted when its window
-  // restarts, so the first key is always the one whose window began earliest.
+  // restarts, so the first key is always the one whose window began earliest:
+  // if that window still runs, so does every other.
   const windows = new Map<string, Window>();
+  // Every key that found no room while the table was full of running windows.
+  let overflow: Window = { start: -Infinity, count: 0 };
+  const ended = (window: Window, at: number) => at - window.start >= windowMs;
+
+  const windowOf = (key: string, at: number): Window => {
+    const held = windows.get(key);
+    if (held !== undefined && !ended(held, at)) return held;
+    windows.delete(key);
+    for (const [first, window] of windows) {
+      if (windows.size < maxKeys || !ended(window, at)) break;
+      windows.delete(first);
+    }
+    if (windows.size < maxKeys) {
+      const window = { start: at, count: 0 };
+      windows.set(key, window);
+      return window;
+    }
+    if (ended(overflow, at)) overflow = { start: at, count: 0 };
+    return overflow;
+  };
+
   return {
     get size() {
       return windows.size;
@@ -43,15 +80,11 @@ export function createRateLimiter(config: RateLimit, now: () => number = Date.no
     policy: `"${POLICY_NAME}";q=${config.limit};w=${config.windowSeconds}`,
     consume(key) {
       const at = now();
-      let window = windows.get(key);
-      if (window === undefined || at - window.start >= windowMs) {
-        windows.delete(key);
-        while (windows.size >= maxKeys) windows.delete(windows.keys().next().value as string);
-        window = { start: at, count: 0 };
-        windows.set(key, window);
-      }
+      const window = windowOf(key, at);
       window.count += 1;
-      const resetSeconds = Math.max(1, Math.ceil((window.start + windowMs - at) / 1000));
+      // Elapsed time first: (start + windowMs) - at is not exact in floating point
+      // and could round a fresh 60 s window up to 61.
+      const resetSeconds = Math.max(1, Math.ceil((windowMs - (at - window.start)) / 1000));
       return { allowed: window.count <= config.limit, remaining: Math.max(0, config.limit - window.count), resetSeconds };
     },
   };
@@ -60,4 +93,46 @@ export function createRateLimiter(config: RateLimit, now: () => number = Date.no
 /** The `RateLimit` field value for a decision. */
 export function rateLimitField(decision: RateDecision): string {
   return `"${POLICY_NAME}";r=${decision.remaining};t=${decision.resetSeconds}`;
+}
+
+/**
+ * Who an unauthenticated request is counted as (SPEC §10): an IPv4 address
+ * alone, an IPv6 address by its /64 (a whole /64 is what one host or one
+ * subscriber is given, RFC 7421, so counting single IPv6 addresses would let
+ * one client be a new client 2^64 times). An IPv4-mapped IPv6 address, as a
+ * dual-stack socket reports an IPv4 peer (RFC 4291 §2.5.5.2), is its IPv4
+ * address. Anything that is not an IP address is returned as given.
+ *
+ * ```ts
+ * addressGroup('2001:db8:0:7:1:2:3:4'); // '2001:db8:0:7::/64'
+ * addressGroup('::ffff:192.0.2.1');     // '192.0.2.1'
+ * ```
+ */
+export function addressGroup(address: string): string {
+  if (isIPv4(address)) return address;
+  const hextets = ipv6Hextets(address);
+  if (hextets === undefined) return address;
+  const [a, b, c, d, e, f, g, h] = hextets as [number, number, number, number, number, number, number, number];
+  if (a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0xffff) return `${g >> 8}.${g & 0xff}.${h >> 8}.${h & 0xff}`;
+  return `${a.toString(16)}:${b.toString(16)}:${c.toString(16)}:${d.toString(16)}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (its zone ignored), or `undefined` when it is not one. */
+function ipv6Hextets(address: string): number[] | undefined {
+  const zone = address.indexOf('%');
+  const bare = zone === -1 ? address : address.slice(0, zone);
+  if (!isIPv6(bare)) return undefined;
+  const groups = (part: string | undefined): number[] =>
+    part === undefined || part === ''
+      ? []
+      : part.split(':').flatMap((group) => {
+        if (!group.includes('.')) return [parseInt(group, 16)];
+        // A trailing dotted IPv4 address (RFC 4291 §2.2, form 3) is two groups.
+        const [p, q, r, s] = group.split('.').map(Number) as [number, number, number, number];
+        return [(p << 8) | q, (r << 8) | s];
+      });
+  const [head, tail] = bare.split('::');
+  const left = groups(head);
+  const right = groups(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
