@@ -13,7 +13,7 @@ import type { Database } from './db/database.ts';
 import { isDatabaseUnavailable, withDeadline } from './db/errors.ts';
 import { ClientAbortError, readBody } from './http/body.ts';
 import { ACCEPT_PATCH } from './http/json-body.ts';
-import type { ClientInfo } from './http/node-adapter.ts';
+import { fieldOf, type ClientInfo } from './http/node-adapter.ts';
 import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
 import type { ListSpec } from './http/list-query.ts';
 import type { SchemaName } from './openapi/schemas.ts';
@@ -21,6 +21,7 @@ import { createRouter, type Method, type Params, type Route } from './http/route
 import { errorFields, type Logger } from './log.ts';
 import { JSON_TYPE, negotiate, type Version } from './http/negotiation.ts';
 import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from './http/rate-limit.ts';
+import { bufferedResponse } from './http/response.ts';
 import { finish, notModifiedEarly, versionPolicy, type CachePolicy } from './http/semantics.ts';
 import { fingerprint, parseIdempotencyKey } from './http/idempotency-key.ts';
 import { runIdempotent } from './idempotency.ts';
@@ -136,7 +137,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
 
   return async function handle(request, client) {
     const started = performance.now();
-    const incomingId = request.headers.get('x-request-id');
+    const incomingId = fieldOf(request, 'x-request-id');
     const requestId = incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
     const url = new URL(request.url);
     // Routing and the log take the path as the client sent it: URL parsing resolves `..` and `\`.
@@ -154,7 +155,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     } catch (error) {
       // A client gone mid-body reads no answer; its log line says what happened (docs/http.md).
       aborted = error instanceof ClientAbortError;
-      response = aborted ? new Response(null, { status: 400, headers: { connection: 'close' } }) : problemResponse(toHttpError(error), path, requestId);
+      response = aborted ? bufferedResponse(null, { status: 400, headers: { connection: 'close' } }) : problemResponse(toHttpError(error), path, requestId);
     }
     if (limits !== undefined && rate === undefined) {
       // Requests refused before reaching their route's limit check (401, 404,
@@ -205,18 +206,18 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
           });
         case 'options':
           // RFC 5789 §3.1: where PATCH is allowed, say which patch formats it takes.
-          return new Response(null, { status: 204, headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) } });
+          return bufferedResponse(null, { status: 204, headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) } });
       }
       route = match.handler;
       if (route.versioned !== false) {
-        const negotiated = negotiate(request.headers.get('accept'), match.version);
+        const negotiated = negotiate(fieldOf(request, 'accept'), match.version);
         if (!negotiated.ok) throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
         version = negotiated.version;
         contentType = negotiated.contentType;
         if (version === 1) versions.refuseWhenSunset(url.pathname);
       }
       if (route.auth !== 'public') {
-        principal = await services.authenticator.authenticate(request.headers.get('authorization'));
+        principal = await services.authenticator.authenticate(fieldOf(request, 'authorization'));
         if (limits !== undefined) {
           rate = limits.users.consume(String(principal.userId));
           if (!rate.allowed) throw rateLimited(rate);
@@ -234,7 +235,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
         if (early !== undefined) return early;
       }
       if (request.method === 'POST' && principal !== undefined) {
-        const parsed = parseIdempotencyKey(request.headers.get('idempotency-key'));
+        const parsed = parseIdempotencyKey(fieldOf(request, 'idempotency-key'));
         if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
         if (parsed.key === undefined) {
           if (route.idempotency === 'required') {

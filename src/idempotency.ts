@@ -16,6 +16,7 @@ import type { Principal } from './auth/authenticator.ts';
 import type { Database, Queryable } from './db/database.ts';
 import { HttpError, problemResponse } from './http/problem.ts';
 import { isStored, STORED_HEADERS } from './http/idempotency-key.ts';
+import { bufferedResponse, contentOf } from './http/response.ts';
 import { markFinished } from './http/semantics.ts';
 
 export interface IdempotentRequest {
@@ -73,7 +74,7 @@ export async function runIdempotent(
         });
       }
       // Never cached, like the first answer (a write's result, or a problem).
-      return new Response(new Uint8Array(stored.body), { status: stored.status, headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' } });
+      return bufferedResponse(stored.body, { status: stored.status, headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' } });
     }
     let response: Response;
     try {
@@ -85,14 +86,17 @@ export async function runIdempotent(
     }
     if (response.status < 300) response = await finish(response);
     if (!isStored(response.status)) return response;
-    const body = Buffer.from(await response.arrayBuffer());
+    // Finished and problem responses hold their bytes: stored as they are, sent as they are.
+    const buffered = contentOf(response);
+    const body = buffered ?? Buffer.from(await response.arrayBuffer());
     const headers: Record<string, string> = {};
     for (const name of STORED_HEADERS) {
       const value = response.headers.get(name);
       if (value !== null) headers[name] = value;
     }
     await db.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body], tx);
-    const rebuilt = new Response(body, { status: response.status, headers: response.headers });
+    if (buffered !== undefined) return response;
+    const rebuilt = bufferedResponse(body, { status: response.status, headers: response.headers });
     return response.status < 300 ? markFinished(rebuilt) : rebuilt;
   });
 }

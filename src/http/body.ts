@@ -6,6 +6,7 @@
  * closes its connection before the whole body arrived is a `ClientAbortError`,
  * never mistaken for a fault of the server or its database.
  */
+import { fieldOf } from './node-adapter.ts';
 import { HttpError } from './problem.ts';
 
 const DECIMAL = /^[0-9]+$/;
@@ -24,7 +25,7 @@ export class ClientAbortError extends Error {
 
 /** Reads the whole body of `request`, or throws 413 / 408 `HttpError`s, or `ClientAbortError`. */
 export async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
+  const declared = fieldOf(request, 'content-length');
   if (declared !== null && DECIMAL.test(declared) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
   if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();

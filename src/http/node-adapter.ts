@@ -1,12 +1,15 @@
 /**
  * The thin layer between `node:http` and web-standard `Request`/`Response`.
  * It knows nothing of routes or problems: it turns an `IncomingMessage` into
- * a `Request` whose body streams from the socket, and streams the `Response`
- * back. Body limits, time-outs and errors are the handler's business.
+ * a `Request` that builds its parts only when they are reached for (its body
+ * streams from the socket), and writes the `Response` back: bytes in memory
+ * straight to the socket, any other body streamed. Body limits, time-outs
+ * and errors are the handler's business.
  */
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { contentOf } from './response.ts';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
@@ -104,8 +107,10 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
 
 async function serve(handler: FetchHandler, req: IncomingMessage, res: ServerResponse, closing: () => boolean): Promise<void> {
   const target = req.url ?? '';
-  const path = originForm(target)?.split('?', 1)[0] ?? target;
-  const request = toRequest(req, target);
+  const origin = originForm(target);
+  const path = origin?.split('?', 1)[0] ?? target;
+  // Anything but origin- or absolute-form gets a URL path that routes nowhere.
+  const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target') as unknown as Request;
   const response = await handler(request, { remoteAddress: req.socket.remoteAddress ?? '', path });
   await writeResponse(req, res, response, closing());
 }
@@ -134,29 +139,118 @@ function originForm(target: string): string | undefined {
   return rest.startsWith('/') ? rest : `/${rest}`;
 }
 
-function toRequest(req: IncomingMessage, rawTarget: string): Request {
-  const method = req.method ?? 'GET';
-  // Anything but origin- or absolute-form gets a URL path that routes nowhere.
-  const target = originForm(rawTarget) ?? '/\u0000invalid-target';
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    try {
-      headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
-    } catch {
-      // A header value undici refuses (a lone control character): node's parser
-      // let it through, but no handler can use it. Skip it, as RFC 9110 §5.5 allows.
-    }
+/**
+ * A web-standard `Request` over a node request that builds the costly parts
+ * only when reached for (the approach of `@hono/node-server`): `method` and
+ * `url` are plain fields; `headers` is built on first use; `body` streams
+ * from the socket, made on first use; any other member (`json()`, `signal`,
+ * `clone()`…) builds the real undici `Request` first. The pipeline reads
+ * single fields with `fieldOf()`, which needs no `Headers` at all, so a GET
+ * builds neither headers nor a `Request`.
+ */
+export class IncomingRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly #req: IncomingMessage;
+  #fields: Map<string, string> | undefined;
+  #headers: Headers | undefined;
+  #body: ReadableStream<Uint8Array> | null | undefined;
+  #real: Request | undefined;
+
+  constructor(req: IncomingMessage, target: string) {
+    this.#req = req;
+    this.method = req.method ?? 'GET';
+    this.url = BASE + target;
   }
-  // RFC 9110 §9.3.6: a CONNECT request has no content (node has handed the socket over).
-  const hasBody = method !== 'GET' && method !== 'HEAD' && method !== 'CONNECT';
-  const forbidden = FORBIDDEN_METHODS.has(method);
-  const request = new Request(BASE + target, {
-    method: forbidden ? 'POST' : method,
-    headers,
-    ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream<Uint8Array>, duplex: 'half' } : {}),
-  } as RequestInit);
-  if (forbidden) Object.defineProperty(request, 'method', { value: method, enumerable: true });
-  return request;
+
+  /**
+   * The value of field `name` (lower case) as `Headers.get` gives it: the
+   * values of repeated lines joined by ", ", without surrounding whitespace;
+   * `null` when absent. A value undici refuses (a lone control character:
+   * node's parser let it through, but no handler can use it) is skipped, as
+   * RFC 9110 §5.5 allows.
+   */
+  field(name: string): string | null {
+    this.#fields ??= fieldsOf(this.#req.rawHeaders);
+    return this.#fields.get(name) ?? null;
+  }
+
+  get headers(): Headers {
+    if (this.#headers === undefined) {
+      this.#fields ??= fieldsOf(this.#req.rawHeaders);
+      this.#headers = new Headers([...this.#fields]);
+    }
+    return this.#headers;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    // RFC 9110 §9.3.6: a CONNECT request has no content (node has handed the socket over).
+    const method = this.method;
+    this.#body ??= method === 'GET' || method === 'HEAD' || method === 'CONNECT' ? null : (Readable.toWeb(this.#req) as ReadableStream<Uint8Array>);
+    return this.#body;
+  }
+
+  /** The real `Request`, built once; its body is the same stream as `body`. */
+  real(): Request {
+    if (this.#real === undefined) {
+      const forbidden = FORBIDDEN_METHODS.has(this.method);
+      const body = this.body;
+      const request = new Request(this.url, {
+        method: forbidden ? 'POST' : this.method,
+        headers: this.headers,
+        ...(body === null ? {} : { body, duplex: 'half' }),
+      } as RequestInit);
+      if (forbidden) Object.defineProperty(request, 'method', { value: this.method, enumerable: true });
+      this.#real = request;
+    }
+    return this.#real;
+  }
+}
+
+// Every other member of Request reads the real one.
+Object.setPrototypeOf(IncomingRequest.prototype, Request.prototype);
+for (const name of Object.getOwnPropertyNames(Request.prototype)) {
+  if (name === 'constructor' || Object.hasOwn(IncomingRequest.prototype, name) || name === 'method' || name === 'url') continue;
+  const descriptor = Object.getOwnPropertyDescriptor(Request.prototype, name) as PropertyDescriptor;
+  if (descriptor.get !== undefined) {
+    Object.defineProperty(IncomingRequest.prototype, name, {
+      configurable: true,
+      get(this: IncomingRequest) {
+        return Reflect.get(Request.prototype, name, this.real());
+      },
+    });
+  } else if (typeof descriptor.value === 'function') {
+    const method = descriptor.value as (...args: unknown[]) => unknown;
+    Object.defineProperty(IncomingRequest.prototype, name, {
+      configurable: true,
+      writable: true,
+      value(this: IncomingRequest, ...args: unknown[]) {
+        return method.apply(this.real(), args);
+      },
+    });
+  }
+}
+
+/** Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it can. */
+export function fieldOf(request: Request, name: string): string | null {
+  return (request as unknown) instanceof IncomingRequest ? (request as unknown as IncomingRequest).field(name) : request.headers.get(name);
+}
+
+// Fetch's header value rules: no NUL, CR or LF inside; leading and trailing
+// HTTP whitespace removed.
+const REFUSED_VALUE = /[\0\r\n]/;
+const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+
+function fieldsOf(raw: readonly string[]): Map<string, string> {
+  const fields = new Map<string, string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const value = (raw[i + 1] as string).replace(EDGE_WHITESPACE, '');
+    if (REFUSED_VALUE.test(value)) continue;
+    const name = (raw[i] as string).toLowerCase();
+    const held = fields.get(name);
+    fields.set(name, held === undefined ? value : `${held}, ${value}`);
+  }
+  return fields;
 }
 
 async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, closing: boolean): Promise<void> {
@@ -169,9 +263,20 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   if (!req.complete && req.method !== 'GET' && req.method !== 'HEAD') headers['connection'] = 'close';
   // Shutting down: this connection ends after this response.
   if (closing) headers['connection'] = 'close';
+  const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
+  // Bytes in memory (every JSON response) go to the socket as they are, in
+  // one write with the head: no web stream.
+  const content = contentOf(response);
+  if (content !== undefined) {
+    if (content !== null && headers['content-length'] === undefined) headers['content-length'] = String(content.byteLength);
+    res.writeHead(response.status, headers);
+    if (content === null || noContent) res.end();
+    else res.end(content);
+    return;
+  }
   res.writeHead(response.status, headers);
   const body = response.body;
-  if (body === null || req.method === 'HEAD' || response.status === 204 || response.status === 304) {
+  if (body === null || noContent) {
     await body?.cancel();
     res.end();
     return;

@@ -3,6 +3,7 @@
  * (SPEC §5). Handlers throw an `HttpError`; the request pipeline turns it,
  * or any other exception, into a `Response` with `problemResponse()`.
  */
+import { bufferedResponse } from './response.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -125,7 +126,7 @@ export function problemResponse(error: HttpError, instance: string, requestId: s
   const headers = new Headers(error.init.headers);
   headers.set('content-type', PROBLEM_CONTENT_TYPE);
   headers.set('cache-control', 'no-store');
-  return new Response(JSON.stringify(body), { status: error.status, headers });
+  return bufferedResponse(Buffer.from(JSON.stringify(body), 'utf8'), { status: error.status, headers });
 }
 
 /** The 500 answer for an unexpected exception: no message, stack or SQL reaches the client. */

@@ -10,6 +10,8 @@ import type { Config } from '../config.ts';
 import { etagOf, noneMatchHits, parseTagList, type TagList } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
+import { fieldOf } from './node-adapter.ts';
+import { bufferedResponse, contentOf } from './response.ts';
 
 /** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
 export type CachePolicy = 'private' | 'public' | 'no-store';
@@ -62,31 +64,37 @@ export async function notModifiedEarly(request: Request, currentTag: () => Promi
 }
 
 async function finishOnce(request: Request, response: Response, options: FinishOptions): Promise<Response> {
-  const headers = new Headers(response.headers);
+  // A buffered response (every JSON one) is finished in place: its bytes are
+  // hashed as they are, never read back from a stream or copied.
+  const buffered = contentOf(response);
+  const headers = buffered === undefined ? new Headers(response.headers) : response.headers;
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
   const safe = request.method === 'GET' || request.method === 'HEAD';
-  if (response.body === null || (response.status !== 200 && response.status !== 201)) {
+  if (buffered === null || (buffered === undefined && response.body === null) || (response.status !== 200 && response.status !== 201)) {
     headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
-    return new Response(response.body, { status: response.status, headers });
+    return buffered === undefined ? withHeaders(response, headers) : response;
   }
-  const bytes = new Uint8Array(await response.arrayBuffer());
+  const bytes = buffered ?? new Uint8Array(await response.arrayBuffer());
   // A handler that knows a tag of its representation (an order's revision) sets it; else the bytes make it.
   const etag = headers.get('etag') ?? etagOf(bytes);
   headers.set('etag', etag);
-  if (!safe) {
-    // A write's response is the new state, with the tag a later If-Match needs; never cached.
-    headers.set('cache-control', 'no-store');
-    return new Response(bytes, { status: response.status, headers });
+  // A write's response is the new state, with the tag a later If-Match needs; never cached.
+  headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
+  if (safe) {
+    const condition = ifNoneMatchOf(request);
+    if (condition !== null && noneMatchHits(condition, etag)) return notModified(headers);
   }
-  headers.set('cache-control', cacheControl(options));
-  const condition = ifNoneMatchOf(request);
-  if (condition !== null && noneMatchHits(condition, etag)) return notModified(headers);
-  return new Response(bytes, { status: response.status, headers });
+  return buffered === undefined ? bufferedResponse(bytes, { status: response.status, headers }) : response;
+}
+
+/** A streamed response with new `headers`, its body left unread. */
+function withHeaders(response: Response, headers: Headers): Response {
+  return new Response(response.body, { status: response.status, headers });
 }
 
 /** The request's `If-None-Match`, `null` when absent; 400 when malformed. */
 function ifNoneMatchOf(request: Request): TagList | null {
-  const condition = parseTagList(request.headers.get('if-none-match'));
+  const condition = parseTagList(fieldOf(request, 'if-none-match'));
   if (condition === undefined) {
     throw new HttpError(400, 'invalid-header', { detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".' });
   }
@@ -100,7 +108,7 @@ function notModified(headers: Headers): Response {
     const value = headers.get(name);
     if (value !== null) kept.set(name, value);
   }
-  return new Response(null, { status: 304, headers: kept });
+  return bufferedResponse(null, { status: 304, headers: kept });
 }
 
 function cacheControl(options: FinishOptions): string {
