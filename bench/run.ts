@@ -17,7 +17,9 @@
  * rounds of scenario 1 and the peer), BENCH_RATE_LIMIT (1000000/60), BENCH_LOAD
  * (`wrk` or `autocannon`; default wrk when on PATH), WORKERS (1),
  * DB_POOL_MAX (the service's default, 10, for the server and the peer), and
- * BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts).
+ * BENCH_SCENARIOS (e.g. `2,4`: only those of scenarios 2–5), BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts), BENCH_PROFILE=1 to
+ * write the server's CPU profile (`--cpu-prof`) to bench/results/profile/.
+ * The server is the built program, dist/orders.mjs (`make bench` builds it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -42,6 +44,9 @@ const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
 const RESULTS = `${ROOT}bench/results`;
 const SERVER_LOG = `${RESULTS}/server.log`;
 const databaseUrl = process.env.DATABASE_URL;
+/** BENCH_SCENARIOS=2,4: only those of scenarios 2–5 (scenario 1, the peer and the ceiling always run), to profile one. */
+const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
+const wanted = (name: string) => ONLY === undefined || ONLY.includes(name.split('.')[0] as string);
 const dataDir = `${ROOT}data-bench`;
 
 const statements = new Map(parseStatements(readFileSync(`${ROOT}bench/seed.sql`, 'utf8'), 'bench/seed.sql').map((s) => [s.name, s.text]));
@@ -240,7 +245,10 @@ async function main(): Promise<void> {
   // Every feature on (SPEC §14 targets): auth, ETag, rate limiting with a
   // limit no scenario reaches, and one JSON log line per request to a file.
   const serverEnv: NodeJS.ProcessEnv = { PORT: '0', RATE_LIMIT, LOG_LEVEL: 'info', WORKERS: String(WORKERS), ...(databaseUrl ? {} : { DATA_DIR: dataDir }) };
-  const { child: server, match } = await startProcess(['--import', 'tsx', 'src/main.ts'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr', SERVER_LOG);
+  // The built program (`make build`), as production runs it; BENCH_PROFILE=1
+  // writes the server's CPU profile to bench/results/profile/ on exit.
+  const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
+  const { child: server, match } = await startProcess([...profile, 'dist/orders.mjs'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr', SERVER_LOG);
   const url = match[1] as string;
   const serverPid = server.pid as number;
   const auth = { authorization: `Bearer ${prepared.token}` };
@@ -308,7 +316,7 @@ async function main(): Promise<void> {
       }],
       [`5. GET /v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`, { method: 'GET', paths: [`/v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`], headers: auth }],
     ];
-    for (const [name, scenario] of scenarios) {
+    for (const [name, scenario] of scenarios.filter(([name]) => wanted(name))) {
       process.stderr.write(`bench: ${name}…\n`);
       results[name] = withRatio(await load(url, serverPid, scenario));
     }

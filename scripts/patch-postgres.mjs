@@ -41,13 +41,29 @@
  *    keep-alive never notices a peer whose kernel still acknowledges, a
  *    proxy's say.
  *
+ * 6. The pool's queues (`Queue` in queue.js) never drop the slots `shift()`
+ *    has emptied while the queue is not empty: under steady load the busy
+ *    queue is shifted and pushed once per query and never drains, so its
+ *    array grows by one slot per query, and `remove()`, called each time a
+ *    connection changes queue, scans every dead slot with `indexOf`: CPU
+ *    per query grows with the number of queries since the pool was last
+ *    idle (6 % of the server's busy time after a minute of `make bench`),
+ *    and memory with it.
+ *
+ * 7. Each execution of a prepared statement builds its cache key anew as
+ *    `types + text`: a new string every time, so the statement cache's
+ *    lookup hashes the whole SQL text again (5 % of the server's busy time
+ *    for a 2 KB statement under `make bench`). Not a fault, a cost.
+ *
  * The fixes: a connection without a socket refuses to execute (the query
  * fails with CONNECTION_CLOSED); the write and error state is cleared when
  * the socket closes or the connection terminates; a delayed write with no
  * socket is dropped; a transaction or reserved connection whose connection
  * closed fails its queued and later statements with the close error, and is
  * not handed back to the pool; a failed array-type load is left to the
- * connection's own close. And one option, `stall_timeout` (seconds, off by
+ * connection's own close; a queue searches only its live slots and compacts
+ * the dead ones once they are half of it. A statement's cache key is made once per
+ * (parameter types, text) and reused, so its hash is computed once. And one option, `stall_timeout` (seconds, off by
  * default): a connection awaiting an answer that receives nothing for that
  * long is destroyed, which fails its statements with CONNECTION_CLOSED. Only
  * silence while an answer is due counts: an idle connection is left alone,
@@ -62,6 +78,63 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules',
 
 /** [file under src/ and cjs/src/, original text, replacement]. */
 export const FIXES = [
+  ['connection.js',
+    `    , statements = {}
+    , statementId`,
+    `    , statements = {}
+    , signatures = new Map() // ${MARK}: see signatureOf
+    , statementId`],
+  ['connection.js',
+    `  function build(q) {
+    const parameters = []`,
+    `  // ${MARK}: one cache key string per (parameter types, text), so that the
+  // statements lookup reuses its hash instead of hashing the SQL every time.
+  function signatureOf(types, string) {
+    const key = types.join(',')
+    let byTypes = signatures.get(string)
+    if (byTypes === undefined) {
+      signatures.size >= 1000 && signatures.clear()
+      signatures.set(string, byTypes = new Map())
+    }
+    let signature = byTypes.get(key)
+    signature === undefined && byTypes.set(key, signature = key + string)
+    return signature
+  }
+
+  function build(q) {
+    const parameters = []`],
+  ['connection.js',
+    `    q.signature = q.prepare && types + string`,
+    `    q.signature = q.prepare && signatureOf(types, string) // ${MARK}`],
+  ['queue.js',
+    `    remove: (x) => {
+      const index = xs.indexOf(x)
+      return index === -1
+        ? null
+        : (xs.splice(index, 1), x)
+    },`,
+    `    remove: (x) => { // ${MARK}: only the live slots, and compacted
+      const at = xs.indexOf(x, index)
+      if (at === -1)
+        return null
+      xs.splice(at, 1)
+      if (index === xs.length) {
+        index = 0
+        xs = []
+      }
+      return x
+    },`],
+  ['queue.js',
+    `      } else {
+        xs[index - 1] = undefined
+      }`,
+    `      } else {
+        xs[index - 1] = undefined
+        if (index >= 64 && index * 2 >= xs.length) { // ${MARK}: drop the dead slots
+          xs = xs.slice(index)
+          index = 0
+        }
+      }`],
   // 2: a connection with no socket has no session to run a query in.
   ['connection.js',
     `      return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))

@@ -266,8 +266,8 @@ describe('If-None-Match on an order, answered from its revision', () => {
     const { id } = await newOrder();
     const tag = await tagOf(id);
     assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': tag })), ['GetOrderRevision']);
-    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': '"old"' })), ['GetOrderRevision', 'GetOrder']);
-    assert.deepEqual(await orderStatementsOf(() => get(id)), ['GetOrder']);
+    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': '"old"' })), ['GetOrderRevision', 'GetOrderJson']);
+    assert.deepEqual(await orderStatementsOf(() => get(id)), ['GetOrderJson']);
   });
 
   it('answers an old tag 200 with the order and its current tag', async () => {

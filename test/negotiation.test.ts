@@ -82,3 +82,20 @@ describe('parseAccept()', () => {
     assert.deepEqual(negotiate(`application/*;q=0.2, application/json;q=0.1, ${V2};q=0.5`, undefined), { ok: true, version: 2, contentType: V2 });
   });
 });
+
+describe('negotiate(), asked again', () => {
+  it('gives the same verdicts for the same values, past the number of verdicts it keeps, and for long values', () => {
+    const long = `${'text/plain;q=0.1, '.repeat(40)}${V2}`;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 600; i++) {
+        const accept = i % 2 === 0 ? `${V2};ext=${i}` : `text/html;ext=${i}`;
+        const expected = i % 2 === 0 ? { ok: true, version: 2, contentType: V2 } : negotiate('text/html', undefined);
+        assert.deepEqual(negotiate(accept, undefined), expected, accept);
+      }
+      assert.deepEqual(negotiate(long, undefined), { ok: true, version: 2, contentType: V2 });
+      assert.deepEqual(negotiate(V2, 1).ok, false);
+      assert.deepEqual(negotiate(null, 2), { ok: true, version: 2, contentType: JSON_ });
+      assert.deepEqual(negotiate('', 1), { ok: true, version: 1, contentType: JSON_ });
+    }
+  });
+});

@@ -238,3 +238,55 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     }
   });
 });
+
+describe('the pool queue (fix 6)', () => {
+  it('searches only live slots: a queue rotated once per query for 100,000 queries stays small', async () => {
+    // @ts-expect-error -- the driver's internal module has no type declarations
+    const { default: Queue } = (await import('../node_modules/postgres/src/queue.js')) as { default: (initial?: unknown[]) => { push(x: unknown): unknown; shift(): unknown; remove(x: unknown): unknown; length: number } };
+    const busy = Queue();
+    const connections = Array.from({ length: 10 }, (_, id) => ({ id }));
+    for (const c of connections) busy.push(c);
+    // The pool under steady load: the busy queue hands a connection a query
+    // (shift) and takes it back (push), and never drains.
+    for (let query = 0; query < 100_000; query++) busy.push(busy.shift());
+    // What remove() scans, measured by the array indexOf is called on.
+    const scanned: number[] = [];
+    const indexOf = Array.prototype.indexOf;
+    Array.prototype.indexOf = function (this: unknown[], ...args: [unknown, number?]) {
+      scanned.push(this.length - (args[1] ?? 0));
+      return indexOf.apply(this, args);
+    };
+    try {
+      assert.equal(busy.remove(connections[3]), connections[3]);
+      assert.equal(busy.remove({ id: 'absent' }), null);
+    } finally {
+      Array.prototype.indexOf = indexOf;
+    }
+    assert.equal(busy.length, 9);
+    assert.ok(scanned.length === 2 && scanned.every((n) => n <= 10), `remove() scanned ${scanned.join(', ')} slots (the driver unpatched: 100,010)`);
+    // And the queue still hands out every live connection once, in order.
+    const order = Array.from({ length: 9 }, () => busy.shift());
+    assert.deepEqual(order.map((c) => (c as { id: number }).id).sort((a, b) => a - b), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    assert.equal(busy.length, 0);
+  });
+});
+
+describe('the prepared statement cache key (fix 7)', () => {
+  it('reuses one prepared statement per text and parameter types, and tells types apart', async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const text = 'SELECT $1::text AS v, count(*)::int AS n FROM pg_prepared_statements WHERE statement = $2';
+      const runs: { v: string; n: number }[] = [];
+      for (let i = 0; i < 3; i++) runs.push(...(await sql.unsafe<{ v: string; n: number }[]>(text, [`run ${i}`, text], { prepare: true })));
+      assert.deepEqual(runs.map((r) => r.v), ['run 0', 'run 1', 'run 2']);
+      // Prepared on the first run, then reused: one statement on the server.
+      assert.deepEqual(runs.map((r) => r.n), [1, 1, 1]);
+      // The same text with parameters of another type is another statement.
+      const [other] = await sql.unsafe<{ v: string; n: number }[]>(text, [sql.typed(1, 23), text], { prepare: true });
+      assert.equal(other!.v, '1');
+      assert.equal(other!.n, 2);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});

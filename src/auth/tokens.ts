@@ -2,7 +2,7 @@
  * Opaque bearer tokens (SPEC §6): `ord_` and 32 random bytes in base64url.
  * Only the SHA-256 of the whole string is stored. Pure functions, no I/O.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const SCOPES = [
   'orders:read', 'orders:write', 'payments:read', 'payments:write',
@@ -23,7 +23,7 @@ export function generateToken(): string {
 
 /** The 32-byte SHA-256 digest stored for `token`. */
 export function tokenHash(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  return hash('sha256', token, 'buffer');
 }
 
 /** True when `token` has the shape of one of ours (it may still be unknown). */

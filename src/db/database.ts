@@ -4,7 +4,8 @@
  * `memory:`. Statements come by name from `sql/queries/` (see statements.ts).
  */
 import postgres from 'postgres';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { SQL_DIR } from '../paths.ts';
 import type { EmbeddedDatabase } from './embedded.ts';
 import { loadStatements, type Statement } from './statements.ts';
 
@@ -50,7 +51,7 @@ export interface Database {
   close(timeoutSeconds?: number): Promise<void>;
 }
 
-export const QUERIES_DIR = fileURLToPath(new URL('../../sql/queries/', import.meta.url));
+export const QUERIES_DIR = join(SQL_DIR, 'queries');
 
 const BIGINT_OID = 20;
 

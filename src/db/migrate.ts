@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { SQL_DIR } from '../paths.ts';
 import type { Database } from './database.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/migrations/', import.meta.url));
+export const MIGRATIONS_DIR = join(SQL_DIR, 'migrations');
 
 // An arbitrary constant, the same in every process of this service: "orders" in ASCII.
 const ADVISORY_LOCK_KEY = 0x6f7264657273;

@@ -3,12 +3,13 @@
  * tokens printed once when the embedded database is first created.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { SQL_DIR } from '../paths.ts';
 import { createToken } from '../auth/token-store.ts';
 import { SCOPES } from '../auth/tokens.ts';
 import type { Database } from './database.ts';
 
-const SEED_FILE = fileURLToPath(new URL('../../sql/seed/demo.sql', import.meta.url));
+const SEED_FILE = join(SQL_DIR, 'seed', 'demo.sql');
 
 export const DEMO_ADMIN_EMAIL = 'admin@example.com';
 export const DEMO_CUSTOMER_EMAIL = 'customer@example.com';

@@ -84,6 +84,23 @@ export type Negotiated =
  * negotiate('application/vnd.orders.v2+json', 1).ok       // false: the placements disagree
  */
 export function negotiate(accept: string | null, pathVersion: Version | undefined): Negotiated {
+  // Clients send few distinct Accept values: the verdict of each is kept.
+  const key = accept === null ? `${pathVersion ?? 0}` : `${pathVersion ?? 0}:${accept}`;
+  const known = verdicts.get(key);
+  if (known !== undefined) return known;
+  if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+  const verdict = decide(accept, pathVersion);
+  // A long Accept is parsed each time rather than held.
+  if (key.length <= MAX_KEPT_ACCEPT) verdicts.set(key, verdict);
+  return verdict;
+}
+
+/** Verdicts by path version and Accept value; cleared when full (a client sending ever new values gains nothing). */
+const verdicts = new Map<string, Negotiated>();
+const MAX_VERDICTS = 256;
+const MAX_KEPT_ACCEPT = 256;
+
+function decide(accept: string | null, pathVersion: Version | undefined): Negotiated {
   const ranges = parseAccept(accept);
   // Offers in the server's order of preference, which breaks ties: plain JSON
   // first (an unversioned client stays on v1), then the newer vendor type.

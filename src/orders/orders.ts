@@ -6,13 +6,13 @@
 import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
 import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
 import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
-import { jsonResponse } from '../http/json.ts';
+import { jsonResponse, jsonTextResponse } from '../http/json.ts';
 import { orderBy, where, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
 import type { Param } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
-import { createOrder, deleteOrder, getOrder, getOrderRevision, ownerLimit, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
+import { createOrder, deleteOrder, getOrder, getOrderJson, getOrderRevision, ownerLimit, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
 import { matchHolds, parseTagList } from '../http/conditional.ts';
 import { orderTag } from './etag.ts';
 
@@ -123,8 +123,11 @@ function orderResponse(ctx: RequestContext, row: StoredOrder, status = 200, head
   return jsonResponse(orderRepresentation(row, ctx.version), status, { ...headers, etag: orderTag(row.id, row.revision, ctx.version, ctx.contentType) });
 }
 
+/** One order: the database sends its representation as JSON text, which goes out as it is. */
 async function getOne(ctx: RequestContext): Promise<Response> {
-  return orderResponse(ctx, await getOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx)));
+  const id = ctx.params.id as number;
+  const { revision, body } = await getOrderJson(ctx.services.db, id, principalOf(ctx), ctx.version);
+  return jsonTextResponse(body, 200, { etag: orderTag(id, revision, ctx.version, ctx.contentType) });
 }
 
 /** The tag of the order of a GET, from its revision alone: an If-None-Match is answered without building the order. */

@@ -55,6 +55,13 @@ export async function getOrder(db: Database, id: number, principal: Principal, o
   return row;
 }
 
+/** Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404 like `getOrder`. */
+export async function getOrderJson(db: Database, id: number, principal: Principal, version: 1 | 2): Promise<{ revision: number; body: string }> {
+  const row = await db.one<{ revision: number; body: string }>('GetOrderJson', [id, ownerLimit(principal), version]);
+  if (row === undefined) throw notFound(id);
+  return row;
+}
+
 /** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
 export async function getOrderRevision(db: Database, id: number, principal: Principal): Promise<number> {
   const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
