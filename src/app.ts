@@ -21,7 +21,7 @@ import { createRouter, type Method, type Params, type Route } from './http/route
 import { errorFields, type Logger } from './log.ts';
 import { JSON_TYPE, negotiate, type Version } from './http/negotiation.ts';
 import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from './http/rate-limit.ts';
-import { bufferedResponse } from './http/response.ts';
+import { bufferedResponse, fieldsOf } from './http/response.ts';
 import { finish, notModifiedEarly, versionPolicy, type CachePolicy } from './http/semantics.ts';
 import { fingerprint, parseIdempotencyKey } from './http/idempotency-key.ts';
 import { runIdempotent } from './idempotency.ts';
@@ -164,7 +164,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       rate = limits.addresses.consume(addressGroup(client.remoteAddress));
       if (!rate.allowed) response = problemResponse(rateLimited(rate), path, requestId);
     }
-    const headers = response.headers;
+    const headers = fieldsOf(response);
     headers.set('x-request-id', requestId);
     if (route !== undefined) {
       const vary = [...(route.versioned === false ? [] : ['Accept']), ...(route.auth === 'public' ? [] : ['Authorization'])];

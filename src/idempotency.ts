@@ -16,7 +16,7 @@ import type { Principal } from './auth/authenticator.ts';
 import type { Database, Queryable } from './db/database.ts';
 import { HttpError, problemResponse } from './http/problem.ts';
 import { isStored, STORED_HEADERS } from './http/idempotency-key.ts';
-import { bufferedResponse, contentOf } from './http/response.ts';
+import { bufferedResponse, contentOf, fieldsOf } from './http/response.ts';
 import { markFinished } from './http/semantics.ts';
 
 export interface IdempotentRequest {
@@ -91,7 +91,7 @@ export async function runIdempotent(
     const body = buffered ?? Buffer.from(await response.arrayBuffer());
     const headers: Record<string, string> = {};
     for (const name of STORED_HEADERS) {
-      const value = response.headers.get(name);
+      const value = fieldsOf(response).get(name);
       if (value !== null) headers[name] = value;
     }
     await db.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body], tx);

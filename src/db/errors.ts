@@ -24,12 +24,20 @@ export class DeadlineExceeded extends Error {
  * failure of the abandoned work is dropped: its request has been answered.
  */
 export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineExceeded(ms)), ms);
+  // One promise and one timer per request: this runs on every request.
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new DeadlineExceeded(ms)), ms);
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  work.catch(() => {});
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 // Raised by node's sockets and by postgres.js itself.

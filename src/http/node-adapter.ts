@@ -9,7 +9,7 @@
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { contentOf } from './response.ts';
+import { contentOf, fieldsOf } from './response.ts';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
@@ -171,13 +171,13 @@ export class IncomingRequest {
    * RFC 9110 §5.5 allows.
    */
   field(name: string): string | null {
-    this.#fields ??= fieldsOf(this.#req.rawHeaders);
+    this.#fields ??= requestFields(this.#req.rawHeaders);
     return this.#fields.get(name) ?? null;
   }
 
   get headers(): Headers {
     if (this.#headers === undefined) {
-      this.#fields ??= fieldsOf(this.#req.rawHeaders);
+      this.#fields ??= requestFields(this.#req.rawHeaders);
       this.#headers = new Headers([...this.#fields]);
     }
     return this.#headers;
@@ -241,7 +241,7 @@ export function fieldOf(request: Request, name: string): string | null {
 const REFUSED_VALUE = /[\0\r\n]/;
 const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
 
-function fieldsOf(raw: readonly string[]): Map<string, string> {
+function requestFields(raw: readonly string[]): Map<string, string> {
   const fields = new Map<string, string>();
   for (let i = 0; i < raw.length; i += 2) {
     const value = (raw[i + 1] as string).replace(EDGE_WHITESPACE, '');
@@ -255,7 +255,7 @@ function fieldsOf(raw: readonly string[]): Map<string, string> {
 
 async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, closing: boolean): Promise<void> {
   const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
+  fieldsOf(response).forEach((value, name) => {
     headers[name] = value;
   });
   // A body the handler did not read to the end (a 413, say) leaves the

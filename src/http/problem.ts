@@ -3,7 +3,7 @@
  * (SPEC §5). Handlers throw an `HttpError`; the request pipeline turns it,
  * or any other exception, into a `Response` with `problemResponse()`.
  */
-import { bufferedResponse } from './response.ts';
+import { bufferedResponse, fieldsOf } from './response.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -123,10 +123,11 @@ export function problemResponse(error: HttpError, instance: string, requestId: s
     requestId,
     ...(errors === undefined ? {} : { errors: errors.listed }),
   };
-  const headers = new Headers(error.init.headers);
-  headers.set('content-type', PROBLEM_CONTENT_TYPE);
-  headers.set('cache-control', 'no-store');
-  return bufferedResponse(Buffer.from(JSON.stringify(body), 'utf8'), { status: error.status, headers });
+  const response = bufferedResponse(Buffer.from(JSON.stringify(body), 'utf8'), { status: error.status, ...(error.init.headers === undefined ? {} : { headers: error.init.headers }) });
+  const fields = fieldsOf(response);
+  fields.set('content-type', PROBLEM_CONTENT_TYPE);
+  fields.set('cache-control', 'no-store');
+  return response;
 }
 
 /** The 500 answer for an unexpected exception: no message, stack or SQL reaches the client. */

@@ -11,7 +11,7 @@ import { etagOf, noneMatchHits, parseTagList, type TagList } from './conditional
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
 import { fieldOf } from './node-adapter.ts';
-import { bufferedResponse, contentOf } from './response.ts';
+import { bufferedResponse, contentOf, fieldsOf, type Fields } from './response.ts';
 
 /** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
 export type CachePolicy = 'private' | 'public' | 'no-store';
@@ -60,19 +60,19 @@ export async function notModifiedEarly(request: Request, currentTag: () => Promi
   if (condition === null) return undefined;
   const etag = await currentTag();
   if (!noneMatchHits(condition, etag)) return undefined;
-  return notModified(new Headers({ etag, 'cache-control': cacheControl(options) }));
+  return bufferedResponse(null, { status: 304, headers: { etag, 'cache-control': cacheControl(options) } });
 }
 
 async function finishOnce(request: Request, response: Response, options: FinishOptions): Promise<Response> {
   // A buffered response (every JSON one) is finished in place: its bytes are
   // hashed as they are, never read back from a stream or copied.
   const buffered = contentOf(response);
-  const headers = buffered === undefined ? new Headers(response.headers) : response.headers;
+  const headers: Fields = buffered === undefined ? new Headers(response.headers) : fieldsOf(response);
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
   const safe = request.method === 'GET' || request.method === 'HEAD';
   if (buffered === null || (buffered === undefined && response.body === null) || (response.status !== 200 && response.status !== 201)) {
     headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
-    return buffered === undefined ? withHeaders(response, headers) : response;
+    return buffered === undefined ? withHeaders(response, headers as Headers) : response;
   }
   const bytes = buffered ?? new Uint8Array(await response.arrayBuffer());
   // A handler that knows a tag of its representation (an order's revision) sets it; else the bytes make it.
@@ -102,11 +102,11 @@ function ifNoneMatchOf(request: Request): TagList | null {
 }
 
 /** A 304 with the fields of `headers` (those of the 200) that RFC 9110 §15.4.5 keeps. */
-function notModified(headers: Headers): Response {
-  const kept = new Headers();
+function notModified(headers: Fields): Response {
+  const kept: Record<string, string> = {};
   for (const name of KEPT_ON_304) {
     const value = headers.get(name);
-    if (value !== null) kept.set(name, value);
+    if (value !== null) kept[name] = value;
   }
   return bufferedResponse(null, { status: 304, headers: kept });
 }
@@ -117,7 +117,7 @@ function cacheControl(options: FinishOptions): string {
 
 export interface VersionPolicy {
   /** Adds `Deprecation`, `Sunset` and the successor link to a version 1 response. */
-  decorate(headers: Headers, path: string): void;
+  decorate(headers: Fields, path: string): void;
   /** Throws 410 `version-sunset` once version 1 is past its sunset. */
   refuseWhenSunset(path: string): void;
 }
