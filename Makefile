@@ -15,11 +15,12 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-# The service as production runs it: compiled once into dist/orders.mjs
-# (plain JavaScript, no TypeScript transpiling at start-up), then started.
-run: build
-	node dist/orders.mjs
+# From the sources, through tsx (production runs the build, below).
+run: node_modules/.package-lock.json
+	node --import tsx src/main.ts
 
+# The service compiled once into plain JavaScript, dist/orders.mjs, as
+# production runs it: nothing transpiled at start-up (docs/operations.md).
 build: node_modules/.package-lock.json
 	node scripts/build.mjs
 

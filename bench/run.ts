@@ -248,7 +248,9 @@ async function main(): Promise<void> {
   // The built program (`make build`), as production runs it; BENCH_PROFILE=1
   // writes the server's CPU profile to bench/results/profile/ on exit.
   const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
-  const { child: server, match } = await startProcess([...profile, 'dist/orders.mjs'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr', SERVER_LOG);
+  // With the flags of its #! line (scripts/build.mjs), as `make run` starts it.
+  const flags = (/^#!.*?\bnode\b(.*)$/m.exec(readFileSync(`${ROOT}dist/orders.mjs`, 'utf8').split('\n', 1)[0] as string)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+  const { child: server, match } = await startProcess([...flags, ...profile, 'dist/orders.mjs'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr', SERVER_LOG);
   const url = match[1] as string;
   const serverPid = server.pid as number;
   const auth = { authorization: `Bearer ${prepared.token}` };

@@ -11,11 +11,16 @@ export interface ServiceProcess {
   stderr(): string;
 }
 
-/** Spawns `src/main.ts` with `env` over this process's environment (`DATABASE_URL` only when `env` names it). */
-export function spawnService(env: Record<string, string>, entry = 'src/main.ts'): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
+/**
+ * Spawns `src/main.ts` (or another entry through tsx; or, given `command`,
+ * that program and its arguments) with `env` over this process's environment
+ * (`DATABASE_URL` only when `env` names it).
+ */
+export function spawnService(env: Record<string, string>, entry = 'src/main.ts', command?: readonly string[]): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
   if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: full });
+  const [program, ...args] = command ?? [process.execPath, '--import', 'tsx', entry];
+  const child = spawn(program as string, args, { cwd: ROOT, env: full });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -24,8 +29,8 @@ export function spawnService(env: Record<string, string>, entry = 'src/main.ts')
 }
 
 /** Spawns the service and resolves once it prints where it listens (matching `ready`, whose group 1 is the URL). */
-export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/, entry?: string): Promise<ServiceProcess> {
-  const service = spawnService(env, entry);
+export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/, entry?: string, command?: readonly string[]): Promise<ServiceProcess> {
+  const service = spawnService(env, entry, command);
   const url = await new Promise<string>((resolve, reject) => {
     const check = () => {
       const match = ready.exec(service.stderr());
