@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The package's `bin`: runs the TypeScript command-line tool through tsx.
+// The package's `bin`: runs the TypeScript command-line tool through tsx,
+// with the working directory's .env under the environment (SPEC §1).
 import { register } from 'tsx/esm/api';
 
 register();
-const { runCli } = await import('../src/cli.ts');
-process.exitCode = await runCli(process.argv.slice(2));
+const { runCliProcess } = await import('../src/cli.ts');
+process.exitCode = await runCliProcess(process.argv.slice(2));

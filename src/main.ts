@@ -1,6 +1,7 @@
-/** `make run`: start the service with the configuration of the environment (SPEC §1). */
+/** `make run`: start the service with the configuration of the environment and `.env` (SPEC §1). */
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config.ts';
+import { EnvFileError, loadEnvFile } from './env-file.ts';
 import { createLogger, errorFields } from './log.ts';
 import { startServer } from './server.ts';
 import { MigrationError } from './db/migrate.ts';
@@ -10,8 +11,15 @@ async function main(): Promise<void> {
   const startedAt = performance.now();
   let config;
   try {
+    // SPEC §1: the working directory's .env supplies what the environment does
+    // not set. Into process.env itself, so that cluster workers inherit it.
+    Object.assign(process.env, loadEnvFile(process.env, process.cwd()));
     config = loadConfig();
   } catch (error) {
+    if (error instanceof EnvFileError) {
+      process.stderr.write(`orders: ${error.message}\n`);
+      process.exit(2);
+    }
     if (error instanceof ConfigError) {
       process.stderr.write(`orders: invalid configuration: ${error.message}\n`);
       process.exit(2);

@@ -4,10 +4,12 @@
  * (an in-memory one would not outlive a command).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { runCli, USAGE } from '../src/cli.ts';
 import { readMigrations } from '../src/db/migrate.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
@@ -156,5 +158,211 @@ describe('configuration errors', () => {
   it('stop the tool with one line naming the variable', async () => {
     const status = await runCli(['migrate'], { PORT: 'x' }, { out: () => {}, err: (t) => assert.equal(t, 'orders: PORT must be an integer from 0 to 65535, got "x"\n') });
     assert.equal(status, 1);
+  });
+});
+
+const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version as string;
+
+const TOKEN_CREATE_HELP = `usage: orders token create --user ID --scopes a,b,c [--ttl 30d]
+
+Print a new token, alone on one line (shown once).
+
+Options:
+  --user ID        required   the id of the user the token acts for
+  --scopes a,b,c   required   what the token may do, comma-separated (see Scopes in orders --help)
+  --ttl 30d        optional   how long it is valid: a number and a unit (s, m, h, d); without it, it does not expire
+
+Example:
+  orders token create --user 3 --scopes orders:read,orders:write --ttl 30d
+`;
+
+const TOKEN_HELP = `usage: orders token <command> [options]
+
+Commands:
+  token create --user ID --scopes a,b,c [--ttl 30d]   print a new token, alone on one line (shown once)
+  token list --user ID                                print the user's tokens as JSON (never the secret)
+  token revoke --id TOKEN_ID                          revoke a token; prints nothing
+
+"orders help token <command>" shows a command's options and an example.
+`;
+
+describe('orders --help', () => {
+  it('is the general usage, listing every command with its synopsis', () => {
+    assert.equal(USAGE, `usage: orders <command> [options]
+       orders help [<command>]     this text, or a command's options and an example
+       orders <command> --help     the same as orders help <command>
+       orders --version            the version
+
+Commands:
+  migrate                                                  apply pending migrations; prints their names
+  seed                                                     load the demo catalog and users (idempotent); prints them as JSON
+  user create --email E --name N [--role customer|admin]   create a user; prints it as JSON
+  token create --user ID --scopes a,b,c [--ttl 30d]        print a new token, alone on one line (shown once)
+  token list --user ID                                     print the user's tokens as JSON (never the secret)
+  token revoke --id TOKEN_ID                               revoke a token; prints nothing
+  idempotency purge                                        delete idempotency keys older than 24 hours; prints how many
+
+The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
+A .env file in the working directory supplies variables the environment does not set.
+Scopes: orders:read, orders:write, payments:read, payments:write, users:read, users:write, events:read, webhooks:write. TTL units: s, m, h, d.
+Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`);
+  });
+
+  it('prints it on stdout with status 0, as -h, help and help --help do', async () => {
+    for (const argv of [['--help'], ['-h'], ['help'], ['help', '--help']]) {
+      assert.deepEqual(await cli(...argv), { status: 0, out: `${USAGE}\n`, err: '' }, argv.join(' '));
+    }
+  });
+
+  it("help <command>, <command> --help and <command> -h anywhere among its arguments print that command's help", async () => {
+    for (const argv of [
+      ['help', 'token', 'create'],
+      ['--help', 'token', 'create'],
+      ['token', 'create', '--help'],
+      ['token', 'create', '-h'],
+      ['token', 'create', '--user', '3', '--help'],
+      ['token', 'create', '--usr', '3', '--help', '--scopes', 'nonsense'],
+    ]) {
+      assert.deepEqual(await cli(...argv), { status: 0, out: TOKEN_CREATE_HELP, err: '' }, argv.join(' '));
+    }
+  });
+
+  it('says so when a command takes no options', async () => {
+    assert.deepEqual(await cli('migrate', '--help'), {
+      status: 0,
+      out: 'usage: orders migrate\n\nApply pending migrations; prints their names.\n\nOptions: none.\n\nExample:\n  orders migrate\n',
+      err: '',
+    });
+  });
+
+  it('marks optional options and shows their values', async () => {
+    assert.deepEqual(await cli('help', 'user', 'create'), {
+      status: 0,
+      out: `usage: orders user create --email E --name N [--role customer|admin]
+
+Create a user; prints it as JSON.
+
+Options:
+  --email E               required   the e-mail address, unique whatever its case
+  --name N                required   the name shown for the user, 1 to 200 characters
+  --role customer|admin   optional   customer (the default) or admin
+
+Example:
+  orders user create --email ops@example.com --name Ops --role admin
+`,
+      err: '',
+    });
+  });
+
+  it('help token and token --help list the token commands', async () => {
+    for (const argv of [['help', 'token'], ['token', '--help'], ['token', '-h']]) {
+      assert.deepEqual(await cli(...argv), { status: 0, out: TOKEN_HELP, err: '' }, argv.join(' '));
+    }
+  });
+
+  it('neither reads the configuration or .env nor opens the database', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'orders-cli-help-'));
+    try {
+      writeFileSync(join(folder, '.env'), 'not a line of a .env file\n');
+      const dataDir = join(folder, 'data');
+      for (const argv of [['--help'], ['help', 'migrate'], ['migrate', '--help'], ['--version']]) {
+        const status = await runCli(argv, { PORT: 'x', DATA_DIR: dataDir }, { out: () => {}, err: (t) => assert.fail(t) }, folder);
+        assert.equal(status, 0, argv.join(' '));
+      }
+      assert.equal(existsSync(dataDir), false);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('orders --version', () => {
+  it('prints the version of package.json alone on one line, as -v and version do', async () => {
+    assert.match(VERSION, /^\d+\.\d+\.\d+/);
+    for (const argv of [['--version'], ['-v'], ['version']]) {
+      assert.deepEqual(await cli(...argv), { status: 0, out: `${VERSION}\n`, err: '' }, argv.join(' '));
+    }
+  });
+});
+
+describe('a mistake in the command line', () => {
+  // Each: the line that says what is wrong; the usage follows it on stderr, status 2, nothing on stdout.
+  const cases: [string[], string][] = [
+    [[], 'no command given'],
+    [['nothing'], 'unknown command "nothing"'],
+    [['tokne', 'create', '--user', '3'], 'unknown command "tokne create"; did you mean "token create"?'],
+    [['token', 'lsit'], 'unknown command "token lsit"; did you mean "token list"?'],
+    [['token', 'burn'], 'unknown command "token burn"'],
+    [['migrat'], 'unknown command "migrat"; did you mean "migrate"?'],
+    [['sed', 'now'], 'unknown command "sed now"; did you mean "seed"?'],
+    [['tokne'], 'unknown command "tokne"; did you mean "token"?'],
+    [['help', 'tokne', 'create'], 'unknown command "tokne create"; did you mean "token create"?'],
+    [['help', 'token', 'create', 'now'], 'unknown command "token create now"; did you mean "token create"?'],
+    [['token'], '"token" needs a command: create, list or revoke'],
+    [['token', '--user', '3'], '"token" needs a command: create, list or revoke'],
+    [['idempotency'], '"idempotency" needs a command: purge'],
+    [['--verison'], 'unknown option "--verison"; did you mean "--version"?'],
+    [['--version', 'now'], '--version takes no arguments, got "now"'],
+    [['token', 'create', '--usr', '3', '--scopes', 'orders:read'], 'unknown option "--usr" for "token create"; did you mean "--user"?'],
+    [['token', 'create', '--user=3', '--scope=orders:read'], 'unknown option "--scope" for "token create"; did you mean "--scopes"?'],
+    [['user', 'create', '--email', 'x@example.com', '--name', 'X', '--colour', 'red'], 'unknown option "--colour" for "user create"'],
+    [['migrate', 'extra'], 'unexpected argument "extra" for "migrate"'],
+    [['token', 'list', '--user'], '--user needs a value'],
+    [['token', 'list'], '--user is required'],
+    [['token', 'revoke', '--id=3x'], '--id must be a positive integer, got "3x"'],
+  ];
+  for (const [argv, line] of cases) {
+    it(`orders ${argv.join(' ')}: ${line}`, async () => {
+      assert.deepEqual(await cli(...argv), { status: 2, out: '', err: `orders: ${line}\n\n${USAGE}\n` });
+    });
+  }
+});
+
+describe('a .env file in the working directory', () => {
+  let folder: string;
+  before(() => {
+    folder = mkdtempSync(join(tmpdir(), 'orders-cli-env-'));
+  });
+  after(() => rmSync(folder, { recursive: true, force: true }));
+
+  const dotEnv = (text: string) => writeFileSync(join(folder, '.env'), text);
+  const inFolder = async (argv: string[], environment: Record<string, string>) => {
+    let out = '';
+    let err = '';
+    const status = await runCli(argv, environment, { out: (t) => (out += t), err: (t) => (err += t) }, folder);
+    return { status, out, err };
+  };
+
+  it('supplies the database to the tool', async () => {
+    dotEnv(`# this run's database\n${Object.entries(env).map(([name, value]) => `${name}="${value}"`).join('\n')}\n`);
+    const created = await inFolder(['user', 'create', '--email', 'dotenv@example.com', '--name', 'Dotenv'], {});
+    assert.equal(created.err, '');
+    assert.equal(created.status, 0);
+    // The same database as this file's other tests: the user is there.
+    assert.deepEqual(await cli('token', 'list', '--user', String(JSON.parse(created.out).id)), { status: 0, out: '[]\n', err: '' });
+  });
+
+  it('gives way to the environment', async () => {
+    dotEnv(`${Object.entries(env).map(([name, value]) => `${name}=${value}`).join('\n')}\nPORT=x\n`);
+    assert.deepEqual(await inFolder(['migrate'], { PORT: '3000' }), { status: 0, out: '', err: '' });
+    assert.deepEqual(await inFolder(['migrate'], {}), { status: 1, out: '', err: 'orders: PORT must be an integer from 0 to 65535, got "x"\n' });
+  });
+
+  it('stops the tool with one line naming the file and the line when malformed, status 2', async () => {
+    dotEnv('# settings\nLOG_LEVEL=warn\nPORT 3000\n');
+    assert.deepEqual(await inFolder(['migrate'], env), { status: 2, out: '', err: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n' });
+  });
+
+  it('is read by the orders program (bin/orders.js) from its working directory', async () => {
+    dotEnv('# settings\nLOG_LEVEL=warn\nPORT 3000\n');
+    const program = new URL('../bin/orders.js', import.meta.url).pathname;
+    const run = promisify(execFile);
+    const failed = await run(process.execPath, [program, 'migrate'], { cwd: folder, env: { ...process.env, ...env } }).then(
+      () => assert.fail('exit status 0'),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    assert.deepEqual({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }, { code: 2, stdout: '', stderr: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n' });
+    // Help and the version do not read it.
+    assert.deepEqual(await run(process.execPath, [program, '--version'], { cwd: folder }), { stdout: `${VERSION}\n`, stderr: '' });
   });
 });

@@ -5,7 +5,7 @@
  */
 import postgres from 'postgres';
 import { join } from 'node:path';
-import { SQL_DIR } from '../paths.ts';
+import { SQL_DIR } from './sql-files.ts';
 import type { EmbeddedDatabase } from './embedded.ts';
 import { loadStatements, type Statement } from './statements.ts';
 

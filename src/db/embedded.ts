@@ -8,10 +8,11 @@
  * second process (the command-line tool while the server runs, say) from
  * opening the same files.
  */
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import sea from 'node:sea';
 import { EmbeddedDatabaseError } from './errors.ts';
 import { join, resolve } from 'node:path';
 
@@ -26,6 +27,23 @@ export interface EmbeddedDatabase {
 
 
 const LOCK_FILE = 'orders.lock';
+
+/**
+ * PGlite's WebAssembly modules and file-system bundle. PGlite finds them
+ * beside its own modules in node_modules; the single executable carries them
+ * as assets (scripts/build.mjs) and hands them over through PGlite's options.
+ */
+async function pgliteAssets(): Promise<PGliteOptions> {
+  if (!sea.isSea()) return {};
+  // The global WebAssembly object (its types come with the DOM library, not loaded here).
+  const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: ArrayBuffer): Promise<unknown> } }).WebAssembly;
+  const [pglite, initdb] = await Promise.all([compile(sea.getRawAsset('pglite/pglite.wasm') as ArrayBuffer), compile(sea.getRawAsset('pglite/initdb.wasm') as ArrayBuffer)]);
+  return {
+    pgliteWasmModule: pglite as PGliteOptions['pgliteWasmModule'],
+    initdbWasmModule: initdb as PGliteOptions['initdbWasmModule'],
+    fsBundle: sea.getAssetAsBlob('pglite/pglite.data'),
+  };
+}
 
 /**
  * Opens the embedded database in `dataDir`, or in memory when `dataDir` is
@@ -45,7 +63,7 @@ export async function openEmbedded(dataDir: string | undefined, maxConnections: 
   let db: PGlite | undefined;
   let server: PGLiteSocketServer | undefined;
   try {
-    db = await PGlite.create(dataDir === undefined ? 'memory://' : resolve(dataDir));
+    db = await PGlite.create(dataDir === undefined ? 'memory://' : resolve(dataDir), await pgliteAssets());
     // One more than the pool, so a migration's reserved connection never starves it.
     server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: maxConnections + 2 });
     await server.start();

@@ -6,9 +6,8 @@
  * changed stops start-up.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SQL_DIR } from '../paths.ts';
+import { readSqlFile, sqlFileNames, SQL_DIR } from './sql-files.ts';
 import type { Database } from './database.ts';
 
 export const MIGRATIONS_DIR = join(SQL_DIR, 'migrations');
@@ -31,13 +30,12 @@ export class MigrationError extends Error {
 /** Reads the migration files of `dir` in order; a misnamed file or a repeated number throws. */
 export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
   const migrations: Migration[] = [];
-  for (const name of readdirSync(dir).sort()) {
-    if (!name.endsWith('.sql')) continue;
+  for (const name of sqlFileNames(dir)) {
     const match = FILE_NAME.exec(name);
     if (!match) throw new MigrationError(`${name}: migration files are named NNNN_lowercase_words.sql`);
     const version = match[1] as string;
     if (migrations.some((m) => m.version === version)) throw new MigrationError(`two migrations are numbered ${version}`);
-    const text = readFileSync(join(dir, name), 'utf8');
+    const text = readSqlFile(dir, name);
     migrations.push({ version, name, text, checksum: createHash('sha256').update(text).digest('hex') });
   }
   return migrations;

@@ -2,14 +2,13 @@
  * The demo data (SPEC §1): `sql/seed/demo.sql`, idempotent, and the two demo
  * tokens printed once when the embedded database is first created.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SQL_DIR } from '../paths.ts';
+import { readSqlFile, SQL_DIR } from './sql-files.ts';
 import { createToken } from '../auth/token-store.ts';
 import { SCOPES } from '../auth/tokens.ts';
 import type { Database } from './database.ts';
 
-const SEED_FILE = join(SQL_DIR, 'seed', 'demo.sql');
+const SEED_DIR = join(SQL_DIR, 'seed');
 
 export const DEMO_ADMIN_EMAIL = 'admin@example.com';
 export const DEMO_CUSTOMER_EMAIL = 'customer@example.com';
@@ -18,7 +17,7 @@ export const CUSTOMER_SCOPES = SCOPES.filter((s) => s !== 'users:write' && s !==
 
 /** Loads the demo catalog and users; running it again changes nothing. */
 export async function seed(db: Database): Promise<void> {
-  await db.sql.unsafe(readFileSync(SEED_FILE, 'utf8'));
+  await db.sql.unsafe(readSqlFile(SEED_DIR, 'demo.sql'));
 }
 
 export interface DemoTokens {

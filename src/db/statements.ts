@@ -8,8 +8,7 @@
  * read once at start-up; TypeScript refers to statements by name and passes
  * values as parameters only.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readSqlFile, sqlFileNames } from './sql-files.ts';
 
 export type ResultShape = 'one' | 'many' | 'exec';
 
@@ -59,8 +58,8 @@ export function parseStatements(source: string, file: string): Statement[] {
 /** Reads every `.sql` file in `dir` into a map by statement name; a duplicate name throws. */
 export function loadStatements(dir: string): ReadonlyMap<string, Statement> {
   const byName = new Map<string, Statement>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
-    for (const statement of parseStatements(readFileSync(join(dir, file), 'utf8'), file)) {
+  for (const file of sqlFileNames(dir)) {
+    for (const statement of parseStatements(readSqlFile(dir, file), file)) {
       const existing = byName.get(statement.name);
       if (existing) throw new StatementError(`statement ${statement.name} is defined in both ${existing.file} and ${file}`);
       byName.set(statement.name, statement);

@@ -1,0 +1,128 @@
+/**
+ * The `.env` file (SPEC §1): in the working directory, when present, it
+ * supplies the variables that the environment does not already set; the
+ * environment wins. A malformed file is refused whole, with one line naming
+ * the file, the line and what is wrong: start-up stops rather than run with
+ * half a configuration.
+ *
+ * One `NAME=value` per line. Accepted:
+ * - blank lines, and comments: a line whose first non-blank character is `#`;
+ * - an optional `export ` prefix, as a shell would source the file;
+ * - NAME: a letter or `_`, then letters, digits and `_`; blanks around `=`;
+ * - an unquoted value, trimmed; a `#` after a blank starts a comment
+ *   (`A=x # note` is `x`), a `#` inside the value does not (`A=x#1`);
+ * - a single-quoted value, literal (`A='a \n b'` keeps the backslash);
+ * - a double-quoted value, with the escapes `\n`, `\"` and `\\` (any other
+ *   backslash is kept as written, as the shell does);
+ * - a comment after the closing quote; an empty value (`A=`);
+ * - CRLF line endings and a leading byte-order mark.
+ * Refused: a line without `=`, an invalid name, a quote not closed on its
+ * line (no multi-line values), text after a closing quote, a name defined twice.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** What the file is called in the working directory, and in messages. */
+export const ENV_FILE = '.env';
+
+/** A malformed or unreadable `.env`; the message is one line naming the file. */
+export class EnvFileError extends Error {
+  override name = 'EnvFileError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// Only before a name: `export=1` and `export =1` assign the variable "export".
+const EXPORT_PREFIX = /^export\s+(?=[A-Za-z_])/;
+const LINE_BREAK = /\r?\n/;
+// In an unquoted value, a comment starts at a `#` that follows a blank.
+const UNQUOTED_COMMENT = /\s#/;
+const ESCAPES: Readonly<Record<string, string>> = { n: '\n', '"': '"', '\\': '\\' };
+
+/**
+ * Parses the text of a `.env` file into its variables, in file order.
+ * Throws an EnvFileError naming `fileName` and the line at the first mistake.
+ * Messages name the variable, never its value; only a line without `=`
+ * is quoted whole, having no NAME to name.
+ *
+ * @example
+ * parseEnvFile('PORT=3000\nexport LOG_LEVEL="warn" # quiet\n', '.env');
+ * // Map { "PORT" => "3000", "LOG_LEVEL" => "warn" }
+ * parseEnvFile('PORT 3000', '.env');
+ * // throws EnvFileError: .env line 1: expected NAME=value, got a line without "=" starting "PORT"
+ */
+export function parseEnvFile(text: string, fileName: string): Map<string, string> {
+  const values = new Map<string, string>();
+  const definedOn = new Map<string, number>();
+  const lines = text.replace(/^\uFEFF/, '').split(LINE_BREAK);
+  for (const [index, raw] of lines.entries()) {
+    const lineNumber = index + 1;
+    const fail = (what: string): never => {
+      throw new EnvFileError(`${fileName} line ${lineNumber}: ${what}`);
+    };
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const assignment = line.replace(EXPORT_PREFIX, '');
+    const equals = assignment.indexOf('=');
+    // Only the first word: the rest of a mistyped line may be a secret (DATABASE_URL postgres://u:password@…).
+    if (equals === -1) fail(`expected NAME=value, got a line without "=" starting ${JSON.stringify(line.split(/\s/, 1)[0]?.slice(0, 40))}`);
+    const name = assignment.slice(0, equals).trim();
+    if (!NAME.test(name)) fail(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
+    const first = definedOn.get(name);
+    if (first !== undefined) fail(`${name} is defined twice (first on line ${first})`);
+    values.set(name, parseValue(assignment.slice(equals + 1), name, fail));
+    definedOn.set(name, lineNumber);
+  }
+  return values;
+}
+
+/**
+ * `env` with the variables of `<cwd>/.env` that it does not set (a variable
+ * set to the empty string counts as set). No file: a copy of `env`. A file
+ * that cannot be read or parsed: an EnvFileError.
+ *
+ * @example
+ * // .env holds PORT=4000 and HOST=0.0.0.0
+ * loadEnvFile({ PORT: '3000' }, process.cwd()); // { PORT: '3000', HOST: '0.0.0.0' }
+ */
+export function loadEnvFile(env: Env, cwd: string): Record<string, string | undefined> {
+  let text: string;
+  try {
+    text = readFileSync(join(cwd, ENV_FILE), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ...env };
+    throw new EnvFileError(`${ENV_FILE}: cannot be read (${(error as Error).message})`);
+  }
+  const merged: Record<string, string | undefined> = { ...env };
+  for (const [name, value] of parseEnvFile(text, ENV_FILE)) {
+    if (merged[name] === undefined) merged[name] = value;
+  }
+  return merged;
+}
+
+/** The value after `=`: quoted or not, comment removed. */
+function parseValue(text: string, name: string, fail: (what: string) => never): string {
+  const start = text.trimStart();
+  const quote = start[0];
+  if (quote !== "'" && quote !== '"') {
+    const comment = text.search(UNQUOTED_COMMENT);
+    return (comment === -1 ? text : text.slice(0, comment)).trim();
+  }
+  let value = '';
+  let i = 1;
+  for (; i < start.length && start[i] !== quote; i++) {
+    const c = start[i] as string;
+    if (quote === '"' && c === '\\' && i + 1 < start.length) {
+      const next = start[++i] as string;
+      value += ESCAPES[next] ?? `\\${next}`;
+    } else {
+      value += c;
+    }
+  }
+  const kind = quote === '"' ? 'double' : 'single';
+  if (i >= start.length) fail(`the ${kind} quote of ${name}'s value is not closed on its line`);
+  const rest = start.slice(i + 1).trim();
+  if (rest !== '' && !rest.startsWith('#')) fail(`unexpected text after the closing ${kind} quote of ${name}'s value`);
+  return value;
+}
