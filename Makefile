@@ -2,12 +2,11 @@
 # Both install the dependencies from package-lock.json when they are missing.
 
 TESTS := $(sort $(wildcard test/*.test.ts))
-# node-test-reporter for people; under CI also the spec reporter, whose
-# closing lines ("ℹ tests N", "ℹ pass N", "ℹ fail N") CI reads.
-REPORTERS := --test-reporter=node-test-reporter --test-reporter-destination=stdout
-ifneq ($(CI),)
-REPORTERS := --test-reporter=spec --test-reporter-destination=stdout
-endif
+# test/support/reporter.mjs chooses by where stdout goes: on a terminal a
+# spinner (node-test-reporter); piped to a file or under CI (CI set) the spec
+# reporter's plain lines, no control codes, with the closing lines CI reads
+# ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
+REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
 .PHONY: run build test typecheck clean bench
 

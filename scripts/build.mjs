@@ -14,9 +14,11 @@
 //     LTS from tools/node26 so that operators get that runtime whatever
 //     their system has. Everything is inside: the bundle (PGlite included),
 //     the SQL files and PGlite's wasm and data files as assets
-//     (src/db/embedded.ts hands them to PGlite through its options).
+//     (src/db/embedded.ts hands them to PGlite through its options), and
+//     the swagger-ui-dist files that /docs serves (src/pages/swagger-ui-files.ts).
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { build } from 'esbuild';
 
@@ -87,9 +89,13 @@ if (!executable) {
   const main = join(work, 'orders.mjs');
   await bundle(main, { external: [], banner: REQUIRE });
   const pglite = join(ROOT, 'node_modules/@electric-sql/pglite/dist');
+  // The files /docs serves, by the same list the service reads them by.
+  const swaggerUi = dirname(createRequire(join(ROOT, 'package.json')).resolve('swagger-ui-dist/package.json'));
+  const swaggerUiFiles = JSON.parse(readFileSync(join(ROOT, 'src/pages/swagger-ui-files.json'), 'utf8'));
   const assets = {
     ...Object.fromEntries(filesUnder(join(ROOT, 'sql')).filter((f) => f.endsWith('.sql')).map((f) => [`sql/${f}`, join(ROOT, 'sql', f)])),
     ...Object.fromEntries(['pglite.wasm', 'initdb.wasm', 'pglite.data'].map((f) => [`pglite/${f}`, join(pglite, f)])),
+    ...Object.fromEntries(swaggerUiFiles.map((f) => [`swagger-ui-dist/${f}`, join(swaggerUi, f)])),
   };
   const config = join(work, 'sea-config.json');
   writeFileSync(config, JSON.stringify({

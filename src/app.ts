@@ -1,9 +1,10 @@
 /**
  * The request pipeline: every route passes through here, so none can forget
- * the cross-cutting rules (SPEC §5, §6, §11, §13). It routes, reads the
- * body within its limits, authenticates and checks the route's scope, calls
- * the handler, turns every error into a problem response, adds the request
- * id and writes one log line.
+ * the cross-cutting rules (SPEC §5, §6, §10, §11, §13, §16). It routes,
+ * reads the body within its limits, authenticates and checks the route's
+ * scope, calls the handler, turns every error into a problem response, adds
+ * the request id, the rate-limit and CORS fields, writes one log line and
+ * counts the request for `GET /metrics`.
  */
 import { randomUUID } from 'node:crypto';
 import { insufficientScope, type Authenticator, type Principal } from './auth/authenticator.ts';
@@ -17,7 +18,10 @@ import { fieldOf, type ClientInfo } from './http/node-adapter.ts';
 import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
 import type { ListSpec } from './http/list-query.ts';
 import type { SchemaName } from './openapi/schemas.ts';
-import { createRouter, type Method, type Params, type Route } from './http/router.ts';
+import { createRouter, type Method, type Params, type Route, type RouteMatch } from './http/router.ts';
+import { corsPolicy, isPreflight, PREFLIGHT_VARY, preflightFields, responseFields, varyWith } from './http/cors.ts';
+import { clientAddress, trustedProxies } from './http/client-address.ts';
+import { createHttpMetrics, type HttpMetrics } from './metrics/http-metrics.ts';
 import { errorFields, type Logger } from './log.ts';
 import { JSON_TYPE, negotiate, type Version } from './http/negotiation.ts';
 import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from './http/rate-limit.ts';
@@ -36,6 +40,8 @@ export interface Services {
   readonly databaseDeadlineMs?: number;
   /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
   readonly hooks?: TestHooks;
+  /** What the pipeline counts for GET /metrics; `createApp()` makes it when not given. */
+  readonly metrics?: HttpMetrics;
 }
 
 export interface TestHooks {
@@ -79,6 +85,12 @@ export interface RouteSpec {
   readonly versioned?: boolean;
   /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
   readonly cache?: CachePolicy;
+  /**
+   * `false`: a successful answer is not counted against any rate limit and
+   * carries no rate-limit fields (GET /metrics, which a scraper polls); a
+   * refusal (401, say) still counts against the client address. Default `true`.
+   */
+  readonly rateLimited?: boolean;
   /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**
@@ -122,9 +134,14 @@ export const BODY_TIMEOUT_MS = 30_000;
 // SPEC §13: 1–128 visible ASCII characters.
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
-export function createApp(services: Services, routes: readonly RouteSpec[]): App {
+export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const router = createRouter<RouteSpec>(routes.map((r): Route<RouteSpec> => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+  const metrics = given.metrics ?? createHttpMetrics();
+  const services: Services = { ...given, metrics };
   const { log, config } = services;
+  // SPEC §16: both read once; unset, neither costs a request anything.
+  const allowOrigin = config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins);
+  const trusted = config.trustProxy === undefined ? undefined : trustedProxies(config.trustProxy);
   // Two tables: a flood from new addresses fills only the addresses' one, and
   // never pushes an authenticated user into its shared overflow window.
   const maxKeys = services.hooks?.rateLimitMaxKeys ?? DEFAULT_MAX_KEYS;
@@ -142,8 +159,13 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     const url = new URL(request.url);
     // Routing and the log take the path as the client sent it: URL parsing resolves `..` and `\`.
     const path = client.path ?? url.pathname;
+    // SPEC §16: the forwarded address only from a trusted proxy; it is what rate limits and the log see.
+    const address = trusted === undefined ? client.remoteAddress : clientAddress(client.remoteAddress, fieldOf(request, 'forwarded'), fieldOf(request, 'x-forwarded-for'), trusted);
+    const origin = allowOrigin === undefined ? undefined : allowOrigin(fieldOf(request, 'origin'));
+    const preflight = origin !== undefined && isPreflight(request.method, origin, fieldOf(request, 'access-control-request-method'));
     let principal: Principal | undefined;
     let route: RouteSpec | undefined;
+    let match: RouteMatch<RouteSpec> | undefined;
     let version: Version | undefined;
     let contentType: string | undefined;
     let rate: RateDecision | undefined;
@@ -157,12 +179,18 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       aborted = error instanceof ClientAbortError;
       response = aborted ? bufferedResponse(null, { status: 400, headers: { connection: 'close' } }) : problemResponse(toHttpError(error), path, requestId);
     }
-    if (limits !== undefined && rate === undefined) {
+    // A route exempt from limits (GET /metrics) and a CORS preflight's 204 are
+    // not counted; their refusals are (docs/operations.md).
+    const exempt = response.status < 400 && (route?.rateLimited === false || (preflight && match?.kind === 'options'));
+    if (limits !== undefined && rate === undefined && !exempt) {
       // Requests refused before reaching their route's limit check (401, 404,
       // 405, 406, 413…) count against the client address, and are refused
       // with 429 past it, so that guessing tokens or paths is limited too.
-      rate = limits.addresses.consume(addressGroup(client.remoteAddress));
-      if (!rate.allowed) response = problemResponse(rateLimited(rate), path, requestId);
+      rate = limits.addresses.consume(addressGroup(address));
+      if (!rate.allowed) {
+        metrics.rateLimited('address');
+        response = problemResponse(rateLimited(rate), path, requestId);
+      }
     }
     const headers = fieldsOf(response);
     headers.set('x-request-id', requestId);
@@ -175,15 +203,30 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
       headers.set('ratelimit-policy', limits.users.policy);
       headers.set('ratelimit', rateLimitField(rate));
     }
+    if (allowOrigin !== undefined) {
+      // SPEC §16, Fetch §3.2: every answer varies by Origin once CORS is on (a
+      // shared cache must not hand one origin's answer to another); only a
+      // listed origin gets the CORS fields.
+      if (preflight && match?.kind === 'options' && response.status === 204) {
+        for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? '')) headers.set(name, value);
+        headers.set('vary', varyWith(headers.get('vary'), PREFLIGHT_VARY));
+      } else {
+        if (origin !== undefined) for (const [name, value] of responseFields(origin)) headers.set(name, value);
+        headers.set('vary', varyWith(headers.get('vary'), ['Origin']));
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
     log.info('request', {
       requestId,
       method: request.method,
       path,
       status: aborted ? null : response.status,
       ...(aborted ? { aborted: true } : {}),
-      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      durationMs: Math.round(seconds * 100_000) / 100,
       userId: principal?.userId ?? null,
+      clientAddress: address,
     });
+    metrics.request(route?.pattern ?? patternOf(match), request.method, aborted ? undefined : response.status, seconds);
     return response;
 
     async function dispatch(): Promise<Response> {
@@ -194,7 +237,7 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
     }
 
     async function serve(body: Uint8Array): Promise<Response> {
-      const match = router.match(request.method, path);
+      match = router.match(request.method, path);
       if (match.version !== undefined) version = match.version;
       switch (match.kind) {
         case 'not-found':
@@ -220,12 +263,18 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
         principal = await services.authenticator.authenticate(fieldOf(request, 'authorization'));
         if (limits !== undefined) {
           rate = limits.users.consume(String(principal.userId));
-          if (!rate.allowed) throw rateLimited(rate);
+          if (!rate.allowed) {
+            metrics.rateLimited('user');
+            throw rateLimited(rate);
+          }
         }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
-      } else if (limits !== undefined) {
-        rate = limits.addresses.consume(addressGroup(client.remoteAddress));
-        if (!rate.allowed) throw rateLimited(rate);
+      } else if (limits !== undefined && route.rateLimited !== false) {
+        rate = limits.addresses.consume(addressGroup(address));
+        if (!rate.allowed) {
+          metrics.rateLimited('address');
+          throw rateLimited(rate);
+        }
       }
       const ctx: RequestContext = { request, url, params: match.params, version: version ?? 1, contentType: contentType ?? JSON_TYPE, requestId, body, principal, services, tx: undefined };
       const finishing = (response: Response) => finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
@@ -247,6 +296,20 @@ export function createApp(services: Services, routes: readonly RouteSpec[]): App
         }
       }
       return handler(ctx);
+    }
+
+    /**
+     * The route pattern a request that reached no handler is counted under:
+     * its path's pattern for 405 and OPTIONS (found again by a method the
+     * path takes), none for 404; and for one refused before routing (413),
+     * its path routed now.
+     */
+    function patternOf(matched: RouteMatch<RouteSpec> | undefined): string | undefined {
+      const found = matched ?? router.match(request.method, path);
+      if (found.kind === 'found') return found.pattern;
+      if (found.kind === 'not-found') return undefined;
+      const again = router.match(found.allow.slice(0, found.allow.indexOf(',')), path);
+      return again.kind === 'found' ? again.pattern : undefined;
     }
 
     function toHttpError(error: unknown): HttpError {

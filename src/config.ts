@@ -3,6 +3,8 @@
  * An invalid value throws a ConfigError whose message is one line naming the
  * variable; `main.ts` prints it and exits.
  */
+import { parseOrigin, type CorsOrigins } from './http/cors.ts';
+import { parseProxyEntry, type ProxyRange } from './http/client-address.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -29,6 +31,12 @@ export interface Config {
   readonly workers: number;
   /** `WEBHOOK_ALLOW_PRIVATE=1`: webhook targets may be private or loopback addresses (tests, local development). */
   readonly webhookAllowPrivate: boolean;
+  /** `CORS_ORIGINS` (SPEC §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at all. */
+  readonly corsOrigins?: CorsOrigins;
+  /** `TRUST_PROXY` (SPEC §16): the reverse proxies whose forwarded client address is believed; absent: none. */
+  readonly trustProxy?: readonly ProxyRange[];
+  /** `METRICS_TOKEN` (SPEC §16): the bearer token `GET /metrics` needs; absent: none. */
+  readonly metricsToken?: string;
 }
 
 export class ConfigError extends Error {
@@ -45,7 +53,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 
 /** Reads the §1 variables from `env`, applying the defaults. */
 export function loadConfig(env: Env = process.env): Config {
-  const config: Config = {
+  let config: Config = {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: nonEmpty(env, 'HOST', '127.0.0.1'),
     databaseUrl: databaseUrl(env),
@@ -60,6 +68,13 @@ export function loadConfig(env: Env = process.env): Config {
     workers: integer(env, 'WORKERS', 1, 1, 64),
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
   };
+  // SPEC §16's variables are absent from the configuration when unset.
+  const corsOrigins = cors(env);
+  const trustProxy = proxies(env);
+  const metricsToken = bearerToken(env, 'METRICS_TOKEN');
+  if (corsOrigins !== undefined) config = { ...config, corsOrigins };
+  if (trustProxy !== undefined) config = { ...config, trustProxy };
+  if (metricsToken !== undefined) config = { ...config, metricsToken };
   if (config.workers > 1 && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
     throw new ConfigError('WORKERS above 1 needs DATABASE_URL: the embedded database serves one process');
   }
@@ -130,4 +145,46 @@ function date(env: Env, name: string, fallback: string): Date {
     throw new ConfigError(`${name} must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got ${JSON.stringify(value)}`);
   }
   return parsed;
+}
+
+/** `*`, or comma-separated origins (scheme://host[:port], no path), normalised as browsers send them. */
+function cors(env: Env): CorsOrigins | undefined {
+  const value = raw(env, 'CORS_ORIGINS');
+  if (value === undefined) return undefined;
+  if (value.trim() === '*') return '*';
+  const origins = new Set<string>();
+  for (const entry of value.split(',').map((part) => part.trim())) {
+    const origin = parseOrigin(entry);
+    if (origin === undefined) {
+      throw new ConfigError(`CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`);
+    }
+    origins.add(origin);
+  }
+  return [...origins];
+}
+
+/** Comma-separated IP addresses and CIDR ranges, IPv4 or IPv6, or `loopback`. */
+function proxies(env: Env): ProxyRange[] | undefined {
+  const value = raw(env, 'TRUST_PROXY');
+  if (value === undefined) return undefined;
+  const ranges: ProxyRange[] = [];
+  for (const entry of value.split(',').map((part) => part.trim())) {
+    const parsed = parseProxyEntry(entry);
+    if (parsed === undefined) {
+      throw new ConfigError(`TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`);
+    }
+    ranges.push(...parsed);
+  }
+  return ranges;
+}
+
+// RFC 6750 §2.1 b64token, at least 16 characters: a secret worth the name.
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]{16,}=*$/;
+
+function bearerToken(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  // Never echo the value: it is a secret.
+  if (!BEARER_TOKEN.test(value)) throw new ConfigError(`${name} must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)`);
+  return value;
 }

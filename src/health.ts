@@ -13,7 +13,11 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/healthz',
     auth: 'public',
     versioned: false,
-    doc: { summary: 'Liveness: 200 while the process runs', success: { status: 200, schema: 'Health' } },
+    doc: {
+      summary: 'Liveness: 200 while the process runs',
+      description: 'Answers without touching the database, so a slow or lost database never makes the process look dead. Public, never cached.',
+      success: { status: 200, schema: 'Health' },
+    },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
   },
   {
@@ -21,7 +25,11 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/readyz',
     auth: 'public',
     versioned: false,
-    doc: { summary: 'Readiness: 200 when the database answers, else 503', success: { status: 200, schema: 'Ready' } },
+    doc: {
+      summary: 'Readiness: 200 when the database answers, else 503',
+      description: 'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it does not answer in time. Public, never cached.',
+      success: { status: 200, schema: 'Ready' },
+    },
     handler: async (ctx) => {
       try {
         await withDeadline(ctx.services.db.one('Ping'), READY_TIMEOUT_MS);

@@ -5,11 +5,13 @@ import { healthRoutes } from './health.ts';
 import { eventRoutes } from './events/routes.ts';
 import { webhookRoutes } from './webhooks/endpoints.ts';
 import { openApiRoute } from './openapi/route.ts';
+import { pageRoutes } from './pages/routes.ts';
 import { orderItemRoutes } from './orders/items.ts';
 import { orderRoutes } from './orders/orders.ts';
 import { paymentRoutes } from './payments/payments.ts';
 import { userRoutes } from './users/users.ts';
+import { metricsRoute } from './metrics/route.ts';
 
-const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes, ...eventRoutes, ...webhookRoutes];
+const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes, ...eventRoutes, ...webhookRoutes, metricsRoute, ...pageRoutes];
 
 export const routes: readonly RouteSpec[] = [...api, openApiRoute(api)];

@@ -85,3 +85,62 @@ describe('loadConfig()', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://root:s3cret@db/orders' }), (error: Error) => !error.message.includes('s3cret'));
   });
 });
+
+describe('loadConfig(): SPEC §16 variables', () => {
+  it('leaves CORS_ORIGINS, TRUST_PROXY and METRICS_TOKEN out when unset', () => {
+    const config = loadConfig({});
+    assert.equal('corsOrigins' in config, false);
+    assert.equal('trustProxy' in config, false);
+    assert.equal('metricsToken' in config, false);
+  });
+
+  it('reads CORS_ORIGINS as origins normalised as browsers send them, each once', () => {
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://App.Example:443, http://localhost:5173,https://app.example' }).corsOrigins, ['https://app.example', 'http://localhost:5173']);
+    assert.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
+  });
+
+  it('reads TRUST_PROXY as ranges, loopback included', () => {
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 2001:db8::1,loopback' }).trustProxy, [
+      { network: '10.0.0.0', prefix: 8, family: 'ipv4' },
+      { network: '2001:db8::1', prefix: 128, family: 'ipv6' },
+      { network: '127.0.0.0', prefix: 8, family: 'ipv4' },
+      { network: '::1', prefix: 128, family: 'ipv6' },
+    ]);
+  });
+
+  it('reads METRICS_TOKEN', () => {
+    assert.equal(loadConfig({ METRICS_TOKEN: 'scrape-me-0123456789' }).metricsToken, 'scrape-me-0123456789');
+  });
+
+  const corsMessage = (entry: string) => `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`;
+  const proxyMessage = (entry: string) => `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`;
+  const tokenMessage = 'METRICS_TOKEN must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)';
+  const invalid: [Record<string, string>, string][] = [
+    [{ CORS_ORIGINS: 'https://app.example/' }, corsMessage('https://app.example/')],
+    [{ CORS_ORIGINS: 'https://app.example/app' }, corsMessage('https://app.example/app')],
+    [{ CORS_ORIGINS: 'app.example' }, corsMessage('app.example')],
+    [{ CORS_ORIGINS: 'https://a.example,,https://b.example' }, corsMessage('')],
+    [{ CORS_ORIGINS: 'https://a.example, *' }, corsMessage('*')],
+    [{ CORS_ORIGINS: 'null' }, corsMessage('null')],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, proxyMessage('10.0.0.0/33')],
+    [{ TRUST_PROXY: '10.0.0.1, proxy.internal' }, proxyMessage('proxy.internal')],
+    [{ TRUST_PROXY: '10.0.0.1,' }, proxyMessage('')],
+    [{ TRUST_PROXY: '*' }, proxyMessage('*')],
+    [{ METRICS_TOKEN: 'short' }, tokenMessage],
+    [{ METRICS_TOKEN: 'has a space in the middle' }, tokenMessage],
+  ];
+  for (const [env, message] of invalid) {
+    it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
+      assert.throws(() => loadConfig(env), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.message, message);
+        assert.ok(!error.message.includes('\n'));
+        return true;
+      });
+    });
+  }
+
+  it('never echoes a METRICS_TOKEN', () => {
+    assert.throws(() => loadConfig({ METRICS_TOKEN: 'secret!secret!secret!' }), (error: Error) => !error.message.includes('secret!'));
+  });
+});

@@ -93,6 +93,79 @@ describe('GET /openapi.json', () => {
   });
 });
 
+describe('the completeness of the document (SPEC §16)', () => {
+  /** Every operation of the document, OPTIONS included, with its path and method. */
+  const operations = () =>
+    Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => // eslint-disable-line @typescript-eslint/no-explicit-any
+      Object.entries(item).map(([method, op]) => ({ where: `${method} ${path}`, path, method, op })));
+
+  it('gives every operation a description', () => {
+    assert.deepEqual(operations().filter(({ op }) => typeof op.description !== 'string' || op.description.trim() === '').map(({ where }) => where), []);
+  });
+
+  it('refuses, at start-up, a route without a description', () => {
+    const route = routes.find((r) => r.pattern === '/products/{id:int}')!;
+    const { description: _, ...doc } = route.doc;
+    assert.throws(() => buildOpenApi([{ ...route, doc }]), { name: 'OpenApiError', message: 'GET /products/{id:int}: doc.description is missing (every operation needs one)' });
+  });
+
+  it('describes OPTIONS on every path: public, 204 with Allow, and Accept-Patch where PATCH is', () => {
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) { // eslint-disable-line @typescript-eslint/no-explicit-any
+      const options = item.options;
+      assert.ok(options, `OPTIONS ${path}`);
+      assert.deepEqual(options.security, [], path);
+      assert.deepEqual(Object.keys(options.responses), ['204', '408', '413', '429', '500'], path);
+      const fields = Object.keys(options.responses['204'].headers);
+      assert.ok(fields.includes('Allow'), path);
+      assert.equal(fields.includes('Accept-Patch'), item.patch !== undefined, path);
+    }
+    assert.deepEqual(Object.keys(document.paths['/v2/orders/{id}'].options.responses['204'].headers), [
+      'Allow', 'Accept-Patch', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
+      'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age',
+    ]);
+  });
+
+  it('lists X-Request-Id, the rate-limit fields and Vary on every response, and the version 1 fields on every version 1 response routed', () => {
+    const lacking: string[] = [];
+    for (const { where, path, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, { headers: Record<string, unknown> }>)) {
+        const expected = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin'];
+        // 408 and 413 are refused while the body is read, before the path tells the version.
+        if (path.startsWith('/v1/') && status !== '408' && status !== '413') expected.push('Deprecation', 'Sunset', 'Link');
+        for (const name of expected) if (!(name in response.headers)) lacking.push(`${where} ${status} ${name}`);
+      }
+    }
+    assert.deepEqual(lacking, []);
+    assert.deepEqual(Object.keys(document.paths['/v1/orders'].post.responses['413'].headers), [
+      'X-Request-Id', 'Cache-Control', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
+    ]);
+  });
+
+  it('lists Retry-After on 429, 503 and 409 idempotency-key-in-use; WWW-Authenticate on 401 and 403; Idempotent-Replayed where a result is replayed', () => {
+    const fieldsOf = (path: string, method: string, status: string) => Object.keys(document.paths[path][method].responses[status].headers);
+    for (const version of ['/v1', '/v2']) {
+      assert.ok(fieldsOf(`${version}/orders`, 'get', '429').includes('Retry-After'));
+      assert.ok(fieldsOf(`${version}/orders`, 'get', '503').includes('Retry-After'));
+      assert.ok(fieldsOf(`${version}/orders`, 'post', '409').includes('Retry-After'));
+      assert.ok(fieldsOf(`${version}/orders`, 'get', '401').includes('WWW-Authenticate'));
+      assert.ok(fieldsOf(`${version}/orders`, 'get', '403').includes('WWW-Authenticate'));
+      assert.ok(fieldsOf(`${version}/payments`, 'post', '409').includes('Idempotent-Replayed'));
+      assert.ok(fieldsOf(`${version}/payments`, 'post', '422').includes('Idempotent-Replayed'));
+      assert.ok(!fieldsOf(`${version}/orders`, 'post', '409').includes('Idempotent-Replayed'), 'POST /orders has no 409 of its own to replay');
+      assert.ok(fieldsOf(`${version}/orders/{id}`, 'patch', '415').includes('Accept-Patch'));
+      assert.ok(!fieldsOf(`${version}/orders/{id}`, 'put', '415').includes('Accept-Patch'));
+    }
+    assert.deepEqual(fieldsOf('/v2/payments', 'post', '201'), [
+      'Cache-Control', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
+      'ETag', 'Location', 'Idempotent-Replayed',
+    ]);
+    assert.deepEqual(fieldsOf('/v1/products/{id}', 'get', '304'), [
+      'ETag', 'Cache-Control', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
+      'Deprecation', 'Sunset', 'Link',
+    ]);
+  });
+});
+
 describe('the contract check', () => {
   const check = createContract();
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>

@@ -102,6 +102,32 @@ describe('createRouter()', () => {
       assert.equal(router.match('GET', '/healthz').kind, 'found');
       assert.equal(router.match('GET', '/v1/healthz').kind, 'not-found');
     });
+
+    describe('when the table has a route on "/"', () => {
+      const rooted = createRouter<string>([...routes, { method: 'GET', pattern: '/', handler: 'index', versioned: false }]);
+
+      it('finds it for the path "/" exactly, with no version', () => {
+        assert.deepEqual(rooted.match('GET', '/'), { kind: 'found', handler: 'index', params: {}, version: undefined, pattern: '/', allow: 'GET, HEAD, OPTIONS' });
+      });
+
+      it('serves HEAD with its GET handler, answers OPTIONS and refuses other methods with Allow', () => {
+        assert.equal(rooted.match('HEAD', '/').kind === 'found' && (rooted.match('HEAD', '/') as { handler: string }).handler, 'index');
+        assert.deepEqual(rooted.match('OPTIONS', '/'), { kind: 'options', allow: 'GET, HEAD, OPTIONS', version: undefined });
+        assert.deepEqual(rooted.match('POST', '/'), { kind: 'method-not-allowed', allow: 'GET, HEAD, OPTIONS', version: undefined });
+      });
+
+      it('keeps the other routes as they were', () => {
+        assert.equal(rooted.match('GET', '/v2/orders/7').kind === 'found' && (rooted.match('GET', '/v2/orders/7') as { handler: string }).handler, 'getOrder');
+        assert.equal(rooted.match('GET', '/healthz').kind, 'found');
+      });
+
+      // The root is no prefix of anything: a bare version, an empty segment or a dot-segment still names nothing.
+      for (const path of ['', '/v1', '/v2', '/v1/', '/v2/', '//', '///', '/.', '/..', '/%2e', '/%2E%2E', '/./', '/\\', '\\', '/v1/.', '/index', '*', 'x']) {
+        it(`answers not-found for ${JSON.stringify(path)}`, () => {
+          assert.deepEqual(rooted.match('GET', path), { kind: 'not-found', version: path.startsWith('/v1') ? 1 : path.startsWith('/v2') ? 2 : undefined });
+        });
+      }
+    });
   });
 
   describe('at set-up', () => {
@@ -113,6 +139,8 @@ describe('createRouter()', () => {
       ['a malformed parameter', [{ method: 'GET', pattern: '/a/{id:float}', handler: 'x' }], 'malformed segment {id:float} in /a/{id:float}'],
       ['a version segment', [{ method: 'GET', pattern: '/v1/a', handler: 'x' }], '/v1/a starts with a version segment'],
       ['an unknown method', [{ method: 'BREW' as 'GET', pattern: '/a', handler: 'x' }], 'unknown method BREW for /a'],
+      ['a versioned route on "/"', [{ method: 'GET', pattern: '/', handler: 'x' }], 'GET / takes no version prefix: declare it versioned: false'],
+      ['an empty segment after "/"', [{ method: 'GET', pattern: '//', handler: 'x', versioned: false }], 'empty segment in //'],
     ];
     for (const [what, table, message] of bad) {
       it(`throws a RouteDefinitionError for ${what}`, () => {

@@ -42,10 +42,18 @@ async function getProduct(ctx: RequestContext): Promise<Response> {
 export const productRoutes: readonly RouteSpec[] = [
   {
     method: 'GET', pattern: '/products', auth: 'public', cache: 'public', handler: listProducts,
-    doc: { summary: 'List the product catalog', success: { status: 200, schema: { v1: 'ProductPageV1', v2: 'ProductPageV2' } }, list: LIST },
+    doc: {
+      summary: 'List the product catalog',
+      description: 'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by shared caches (Cache-Control: public).',
+      success: { status: 200, schema: { v1: 'ProductPageV1', v2: 'ProductPageV2' } }, list: LIST,
+    },
   },
   {
     method: 'GET', pattern: '/products/{id:int}', auth: 'public', cache: 'public', handler: getProduct,
-    doc: { summary: 'Get a product', success: { status: 200, schema: { v1: 'ProductV1', v2: 'ProductV2' } } },
+    doc: {
+      summary: 'Get a product',
+      description: 'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount string and a currency). Public and cacheable by shared caches.',
+      success: { status: 200, schema: { v1: 'ProductV1', v2: 'ProductV2' } },
+    },
   },
 ];

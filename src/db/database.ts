@@ -49,6 +49,27 @@ export interface Database {
   statement(name: string): Statement;
   /** Ends the pool (letting queries finish for up to `timeoutSeconds`) and closes the embedded database. */
   close(timeoutSeconds?: number): Promise<void>;
+  /** What the pool is doing now (GET /metrics). */
+  readonly pool: PoolUsage;
+}
+
+/**
+ * The pool's use, counted here around every statement run on the pool and
+ * every transaction (`sql.begin`), since the `postgres` driver exposes
+ * neither its busy connections nor its queue. A statement inside a
+ * transaction is the transaction's. A connection runs one statement or
+ * transaction at a time (the driver pipelines further statements onto busy
+ * connections, where they wait all the same), so of `active` pieces of
+ * work, `size` at most hold a connection and the rest wait. Two additions
+ * per statement: every request pays for it.
+ */
+export interface PoolUsage {
+  /** Connections the pool may open (`DB_POOL_MAX`; 1 for the embedded database). */
+  readonly size: number;
+  /** Connections busy with a statement or a transaction. */
+  readonly inUse: number;
+  /** Statements and transactions waiting for a connection. */
+  readonly waiting: number;
 }
 
 export const QUERIES_DIR = join(SQL_DIR, 'queries');
@@ -113,13 +134,38 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     if (found === undefined) throw new Error(`no SQL statement named ${name} in sql/queries/`);
     return found;
   };
-  const run = (name: string, params: readonly Param[], on: Queryable) =>
-    on.unsafe(statement(name).text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+  let active = 0;
+  const counted = async <T>(work: PromiseLike<T>): Promise<T> => {
+    active += 1;
+    try {
+      return await work;
+    } finally {
+      active -= 1;
+    }
+  };
+  // Every transaction, also those begun outside this file (src/idempotency.ts).
+  const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
+  (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args) => counted(begin(...args));
+  const run = (name: string, params: readonly Param[], on: Queryable) => {
+    const query = on.unsafe(statement(name).text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+    return on === sql ? counted(query) : query;
+  };
+  const size = embedded ? 1 : options.poolMax;
+  const pool: PoolUsage = {
+    size,
+    get inUse() {
+      return Math.min(active, size);
+    },
+    get waiting() {
+      return Math.max(0, active - size);
+    },
+  };
   const embeddedDb = embedded;
   return {
     sql,
     kind: embedded ? 'embedded' : 'postgres',
     created: embedded?.created ?? false,
+    pool,
     statement,
     async one<T>(name: string, params: readonly Param[] = [], on: Queryable = sql) {
       const rows = await run(name, params, on);
@@ -130,7 +176,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     },
     async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = [], on: Queryable = sql) {
       const text = fill(statement(name), fragments);
-      return [...(await on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }))] as T[];
+      const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      return [...(await (on === sql ? counted(query) : query))] as T[];
     },
     async exec(name: string, params: readonly Param[] = [], on: Queryable = sql) {
       return (await run(name, params, on)).count;

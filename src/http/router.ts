@@ -13,6 +13,10 @@
  * would normalise it: a dot-segment (`.`, `..`, also percent-encoded as
  * `%2e`) or a backslash anywhere makes the path name nothing, so
  * `/v1/orders/../users/1` and `/v1\orders` are 404 rather than another route.
+ *
+ * The pattern `/` names the root itself (the service's index): it takes no
+ * version prefix, and only the exact path `/` reaches it; a bare prefix
+ * (`/v1`, `/v1/`) still names nothing.
  */
 
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -67,6 +71,7 @@ const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 // with the dot in any encoding.
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([['v1', 1], ['v2', 2]]);
+const ROOT = '/';
 
 function newNode<H>(): Node<H> {
   return { literal: new Map(), param: undefined, leaves: new Map(), allow: '' };
@@ -88,7 +93,7 @@ export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
       const version = VERSION_PREFIXES.get(segments[1] ?? '');
       if (version !== undefined) start = 2;
       const params: Record<string, string | number> = {};
-      const node = walk(root, segments, start, params);
+      const node = path === ROOT ? root : walk(root, segments, start, params);
       if (node === undefined || node.leaves.size === 0) return { kind: 'not-found', version };
       // A prefixed path must lead to a route that takes a version.
       if (version !== undefined && ![...node.leaves.values()].some((leaf) => leaf.versioned)) {
@@ -106,8 +111,11 @@ export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
 function add<H>(root: Node<H>, route: Route<H>): void {
   if (!route.pattern.startsWith('/')) throw new RouteDefinitionError(`pattern must start with "/": ${route.pattern}`);
   if (!METHODS.includes(route.method)) throw new RouteDefinitionError(`unknown method ${route.method} for ${route.pattern}`);
+  if (route.pattern === ROOT && (route.versioned ?? true)) {
+    throw new RouteDefinitionError(`${route.method} / takes no version prefix: declare it versioned: false`);
+  }
   let node = root;
-  for (const segment of route.pattern.split('/').slice(1)) {
+  for (const segment of route.pattern === ROOT ? [] : route.pattern.split('/').slice(1)) {
     if (segment === '') throw new RouteDefinitionError(`empty segment in ${route.pattern}`);
     const param = PARAM.exec(segment);
     if (param) {
@@ -165,6 +173,6 @@ function walk<H>(root: Node<H>, segments: readonly string[], start: number, para
     }
     node = param.node;
   }
-  // A bare "/" (or "/v1") names no resource.
+  // A bare version prefix ("/v1") names no resource; "/" never comes here (see match()).
   return node === root ? undefined : node;
 }

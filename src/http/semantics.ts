@@ -25,10 +25,12 @@ export interface FinishOptions {
 
 /**
  * RFC 9110 §15.4.5: a 304 carries the fields a 200 would have sent among
- * Cache-Control, Content-Location, Date, ETag, Expires and Vary (Vary and the
- * request id are added by the pipeline afterwards, as on every response).
+ * Cache-Control, Content-Location, Date, ETag, Expires and Vary: the
+ * handler's own Vary is kept (the pipeline sets it afterwards on routes that
+ * vary by Accept or Authorization, as on every response), and so is the
+ * request id.
  */
-const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires'];
+const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
 
 /** Responses `finish()` produced: finishing one again would hash and copy the same bytes twice. */
 const finished = new WeakSet<Response>();

@@ -3,13 +3,24 @@
  * the valibot schemas (`schemas.ts`) that validate requests and describe
  * responses: never a second, hand-kept copy. Every route appears, under
  * `/v1` and `/v2` when it is versioned, with its parameters, bodies,
- * responses, problem types, headers and security.
+ * responses, problem types, headers and security, and every path with its
+ * OPTIONS. Each response lists every field the service may send on it
+ * (test/openapi-headers.test.ts compares them with the wire), and the
+ * document lints clean under Redocly's recommended rules
+ * (test/openapi-lint.test.ts).
+ *
+ * A route provides only its own facts in `doc`: a summary and a
+ * description (required: `buildOpenApi()` throws without one), its success
+ * status and schema, body, list rules, query parameters, `ifMatch` and its
+ * own problems. Everything that follows from its kind (auth, version,
+ * method, body) and from the pipeline is added here, for every route alike.
  */
 import { toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type { RouteDoc, RouteSpec, VersionedSchema } from '../app.ts';
 import { SCOPES } from '../auth/tokens.ts';
 import { MAX_PAGE_SIZE } from '../http/list-query.ts';
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
+import { isStored } from '../http/idempotency-key.ts';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
 import { SCHEMAS, type SchemaName } from './schemas.ts';
 
@@ -24,6 +35,13 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const schemaFor = (schema: VersionedSchema, version: Version | undefined): SchemaName =>
   typeof schema === 'string' ? schema : version === 2 ? schema.v2 : schema.v1;
 
+/**
+ * The API's licence: none is granted (package.json: UNLICENSED). An SPDX
+ * `LicenseRef-` names it, as OpenAPI 3.1's `identifier` asks for an SPDX
+ * expression and SPDX has no identifier for "no licence".
+ */
+export const LICENSE = { name: 'Proprietary: no licence is granted (UNLICENSED)', identifier: 'LicenseRef-UNLICENSED' } as const;
+
 /** `/orders/{id:int}` → `/orders/{id}`. */
 export function openApiPath(pattern: string): string {
   return pattern.replace(/\{([a-zA-Z]+)(?::int)?\}/g, '{$1}');
@@ -32,12 +50,12 @@ export function openApiPath(pattern: string): string {
 const HEADERS: Json = {
   ETag: { description: 'Strong, opaque entity tag of this representation (SPEC §9): of an order, from its revision, the API version and the media type; of anything else, from its exact bytes.', schema: { type: 'string' } },
   Location: { description: 'The created resource.', schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version".', schema: { type: 'string' } },
+  Link: { description: 'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version", the same path under /v2.', schema: { type: 'string' } },
   'Cache-Control': { description: 'private, max-age for orders and items; public, max-age for products; no-store for users, payments and errors.', schema: { type: 'string' } },
-  Vary: { description: 'Accept, and Authorization where the answer depends on the caller.', schema: { type: 'string' } },
-  'X-Request-Id': { description: 'The request id: the one sent when it is 1–128 visible characters, else a generated one.', schema: { type: 'string' } },
-  RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. Absent when RATE_LIMIT=off.', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. Absent when RATE_LIMIT=off.', schema: { type: 'string' } },
+  Vary: { description: 'Accept on the versioned paths; Authorization where the answer depends on the caller; Origin on every answer once CORS_ORIGINS is set (a preflight\'s also Access-Control-Request-Method and -Headers). Absent when none applies.', schema: { type: 'string' } },
+  'X-Request-Id': { description: 'The request id: the one sent when it is 1–128 visible characters, else a generated one. On every response.', schema: { type: 'string' } },
+  RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, errors included; absent when RATE_LIMIT=off.', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors included; absent when RATE_LIMIT=off.', schema: { type: 'string' } },
   Deprecation: { description: 'RFC 9745, on every version 1 response: @<unix seconds>.', schema: { type: 'string' } },
   Sunset: { description: 'RFC 8594, on every version 1 response: the IMF-fixdate after which version 1 answers 410.', schema: { type: 'string' } },
   'Idempotent-Replayed': { description: 'true when this is the stored result of an earlier request with the same Idempotency-Key (SPEC §7).', schema: { type: 'string', enum: ['true'] } },
@@ -45,25 +63,77 @@ const HEADERS: Json = {
   Allow: { description: 'The methods of this path.', schema: { type: 'string' } },
   'Accept-Patch': { description: 'The media types PATCH accepts.', schema: { type: 'string' } },
   'WWW-Authenticate': { description: 'Bearer realm="orders" (plus error="invalid_token"), or Bearer error="insufficient_scope", scope="…" (RFC 6750).', schema: { type: 'string' } },
+  'Access-Control-Allow-Origin': { description: 'With CORS_ORIGINS set, on every answer to a request whose Origin is listed: that origin (never *).', schema: { type: 'string' } },
+  'Access-Control-Expose-Headers': { description: 'With CORS_ORIGINS set, on every answer to a listed origin but a preflight\'s: the fields a script may read (ETag, Location, Link, the rate-limit fields, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed).', schema: { type: 'string' } },
+  'Access-Control-Allow-Methods': { description: 'The answer to a CORS preflight from a listed origin: the methods of this path.', schema: { type: 'string' } },
+  'Access-Control-Allow-Headers': { description: 'The answer to a CORS preflight from a listed origin: the request fields a script may send (Authorization, Idempotency-Key, If-Match, If-None-Match among them).', schema: { type: 'string' } },
+  'Access-Control-Max-Age': { description: 'The answer to a CORS preflight from a listed origin: seconds a browser may reuse it.', schema: { type: 'integer', minimum: 0 } },
 };
 
-function problemResponse(slugs: readonly ProblemSlug[], extraHeaders: readonly string[] = []): Json {
+/*
+ * Which fields go on which response: what the pipeline (src/app.ts) adds to
+ * every answer, errors included, and what each kind of answer adds. A new
+ * route gets them all from its kind; it documents nothing of this itself.
+ */
+/** Every counted request's answer (RATE_LIMIT on, the default), whatever its status. */
+const RATE_LIMIT_FIELDS = ['RateLimit', 'RateLimit-Policy'];
+/** SPEC §8: every version 1 answer, once the path (its prefix) has been read. */
+const VERSION_1_FIELDS = ['Deprecation', 'Sunset', 'Link'];
+/** Refused while the body is read, before the path is routed: the version is not known yet. */
+const BEFORE_ROUTING: ReadonlySet<ProblemSlug> = new Set(['payload-too-large', 'request-timeout']);
+/**
+ * SPEC §16, with CORS_ORIGINS set: every answer varies by Origin, and one to
+ * a listed origin carries these; a preflight's answer (Fetch §3.2.2) carries
+ * `PREFLIGHT_FIELDS` instead of the exposed list.
+ */
+const CORS_FIELDS = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
+const PREFLIGHT_FIELDS = ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age'];
+/** The fields a problem type carries beyond those of every problem. */
+const PROBLEM_FIELDS: Partial<Record<ProblemSlug, readonly string[]>> = {
+  unauthorized: ['WWW-Authenticate'],
+  // RFC 6750 §3.1: error="insufficient_scope" (a role refusal has none).
+  forbidden: ['WWW-Authenticate'],
+  'method-not-allowed': ['Allow'],
+  'idempotency-key-in-use': ['Retry-After'],
+  'rate-limited': ['Retry-After'],
+  unavailable: ['Retry-After'],
+};
+
+/** The `headers` of a response object: each named field once, as a reference to its component. */
+function fields(names: Iterable<string>): Json {
+  return Object.fromEntries([...new Set(names)].map((name) => [name, header(name)]));
+}
+
+/**
+ * What the pipeline adds to an answer in `version`, errors included:
+ * `routed` false for those refused before the path (so the version) is read.
+ */
+function pipelineFields(version: Version | undefined, routed = true): string[] {
+  return ['X-Request-Id', ...RATE_LIMIT_FIELDS, 'Vary', ...CORS_FIELDS, ...(version === 1 && routed ? VERSION_1_FIELDS : [])];
+}
+
+function problemResponse(route: RouteSpec | undefined, version: Version | undefined, slugs: readonly ProblemSlug[], replayable: boolean): Json {
   const description = slugs.map((slug) => `\`/problems/${slug}\`: ${PROBLEM_TITLES[slug]}`).join('; ');
+  const names = ['Cache-Control'];
+  for (const slug of slugs) {
+    names.push(...pipelineFields(version, !BEFORE_ROUTING.has(slug)), ...(PROBLEM_FIELDS[slug] ?? []));
+    if (slug === 'unsupported-media-type' && route?.method === 'PATCH') names.push('Accept-Patch');
+  }
+  if (replayable) names.push('Idempotent-Replayed');
   return {
     description,
-    headers: Object.fromEntries(['X-Request-Id', 'Cache-Control', ...extraHeaders].map((h) => [h, header(h)])),
+    headers: fields(['X-Request-Id', ...names]),
     content: { [PROBLEM_CONTENT_TYPE]: { schema: ref('Problem') } },
   };
 }
 
 /** The refusals a route has by its kind (auth, version, body, list…), and its own. */
-function problemsOf(route: RouteSpec, version: Version | undefined): Map<number, { slugs: ProblemSlug[]; headers: string[] }> {
-  const problems = new Map<number, { slugs: ProblemSlug[]; headers: string[] }>();
-  const add = (status: number, slug: ProblemSlug, headers: string[] = []) => {
-    const entry = problems.get(status) ?? { slugs: [], headers: [] };
-    if (!entry.slugs.includes(slug)) entry.slugs.push(slug);
-    for (const h of headers) if (!entry.headers.includes(h)) entry.headers.push(h);
-    problems.set(status, entry);
+function problemsOf(route: RouteSpec, version: Version | undefined): Map<number, ProblemSlug[]> {
+  const problems = new Map<number, ProblemSlug[]>();
+  const add = (status: number, slug: ProblemSlug) => {
+    const slugs = problems.get(status) ?? [];
+    if (!slugs.includes(slug)) slugs.push(slug);
+    problems.set(status, slugs);
   };
   const doc: RouteDoc = route.doc;
   const safe = route.method === 'GET';
@@ -72,31 +142,37 @@ function problemsOf(route: RouteSpec, version: Version | undefined): Map<number,
   if (doc.body) add(400, 'malformed-json');
   if (route.method === 'POST' && route.idempotency === 'required') add(400, 'idempotency-key-missing');
   if (route.auth !== 'public') {
-    add(401, 'unauthorized', ['WWW-Authenticate']);
-    add(403, 'forbidden', ['WWW-Authenticate']);
+    add(401, 'unauthorized');
+    add(403, 'forbidden');
   }
   if (route.pattern.includes('{')) add(404, 'not-found');
-  add(405, 'method-not-allowed', ['Allow']);
+  add(405, 'method-not-allowed');
   if (version !== undefined) add(406, 'not-acceptable');
+  add(408, 'request-timeout');
   if (version === 1) add(410, 'version-sunset');
   add(413, 'payload-too-large');
-  if (doc.body) add(415, 'unsupported-media-type', route.method === 'PATCH' ? ['Accept-Patch'] : []);
+  if (doc.body) add(415, 'unsupported-media-type');
   if (route.method === 'POST') {
-    add(409, 'idempotency-key-in-use', ['Retry-After']);
+    add(409, 'idempotency-key-in-use');
     add(422, 'idempotency-key-mismatch');
   }
   for (const [status, slug] of doc.problems ?? []) add(status, slug);
-  add(429, 'rate-limited', ['Retry-After']);
+  add(429, 'rate-limited');
   add(500, 'internal');
-  if (route.pattern !== '/healthz' && route.pattern !== '/openapi.json') add(503, 'unavailable', ['Retry-After']);
+  if (route.pattern !== '/healthz' && route.pattern !== '/openapi.json') add(503, 'unavailable');
   return problems;
 }
 
+/** The parameters of the path of `pattern`: `{id:int}` an integer id, `{name}` a string. */
+function pathParameters(pattern: string): Json[] {
+  return [...pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)].map((match) => ({
+    name: match[1], in: 'path', required: true,
+    schema: match[2] ? { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } : { type: 'string' },
+  }));
+}
+
 function parameters(route: RouteSpec, method: string): Json[] {
-  const params: Json[] = [];
-  for (const match of route.pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)) {
-    params.push({ name: match[1], in: 'path', required: true, schema: match[2] ? { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } : { type: 'string' } });
-  }
+  const params = pathParameters(route.pattern);
   const { list, query } = route.doc;
   if (list) {
     const keys = list.sortKeys.join('|');
@@ -132,31 +208,41 @@ function parameters(route: RouteSpec, method: string): Json[] {
   return params;
 }
 
+function operationId(method: string, version: Version | undefined, pattern: string): string {
+  const words = openApiPath(pattern).replace(/[{}]/g, '').split(/[/-]/).map((p) => (p ? p[0]!.toUpperCase() + p.slice(1) : ''));
+  return `${method}${version ? `V${version}` : ''}${words.join('')}`;
+}
+
 function operation(route: RouteSpec, method: string, version: Version | undefined): Json {
   const { doc } = route;
-  const common = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Cache-Control', ...(version === 1 ? ['Deprecation', 'Sunset', 'Link'] : [])];
-  const success: Json = { description: doc.summary };
-  const headers = new Set(common);
-  if (route.method === 'GET' || (doc.success.schema && doc.success.status !== 204)) headers.add('ETag');
-  if (doc.success.status === 201) headers.add('Location');
-  if (doc.list || doc.query) headers.add('Link');
-  if (route.method === 'POST') headers.add('Idempotent-Replayed');
-  if (version !== undefined || route.auth !== 'public') headers.add('Vary');
-  success.headers = Object.fromEntries([...headers].map((h) => [h, header(h)]));
+  // SPEC §16: every operation says what it does beyond its summary; a route without it is a mistake at start-up.
+  if (!doc.description?.trim()) throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
+  const keyed = route.method === 'POST' && route.auth !== 'public';
+  const success = ['Cache-Control', ...pipelineFields(version)];
+  if (doc.success.status !== 204) success.push('ETag');
+  if (doc.success.status === 201) success.push('Location');
+  if (doc.list || doc.query) success.push('Link');
+  if (keyed) success.push('Idempotent-Replayed');
+  const ok: Json = { description: doc.summary, headers: fields(success) };
   if (doc.success.schema && method !== 'head') {
     const schema = ref(schemaFor(doc.success.schema, version));
     const types = version === undefined ? [JSON_TYPE] : [JSON_TYPE, VENDOR_TYPES[version]];
-    success.content = Object.fromEntries(types.map((t) => [t, { schema }]));
+    ok.content = Object.fromEntries(types.map((t) => [t, { schema }]));
   }
-  const responses: Json = { [String(doc.success.status)]: success };
-  if (route.method === 'GET') responses['304'] = { description: 'Not modified: If-None-Match matched.', headers: Object.fromEntries(['ETag', 'Cache-Control', 'Vary', 'X-Request-Id'].map((h) => [h, header(h)])) };
-  for (const [status, { slugs, headers: extra }] of [...problemsOf(route, version)].sort(([a], [b]) => a - b)) {
-    responses[String(status)] = problemResponse(slugs, extra);
+  const responses: Json = { [String(doc.success.status)]: ok };
+  if (route.method === 'GET') {
+    // RFC 9110 §15.4.5: the 200's ETag, Cache-Control and Vary, and what the pipeline adds to every answer.
+    responses['304'] = { description: 'Not modified: If-None-Match matched.', headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version)]) };
+  }
+  const own = new Set((doc.problems ?? []).map(([status]) => status));
+  for (const [status, slugs] of [...problemsOf(route, version)].sort(([a], [b]) => a - b)) {
+    // SPEC §7: a keyed POST's own refusals (409, 422) are stored, and replayed as they were.
+    responses[String(status)] = problemResponse(route, version, slugs, keyed && own.has(status) && isStored(status));
   }
   const op: Json = {
-    operationId: `${method}${version ? `V${version}` : ''}${openApiPath(route.pattern).replace(/[{}]/g, '').split(/[/-]/).map((p) => (p ? p[0]!.toUpperCase() + p.slice(1) : '')).join('')}`,
+    operationId: operationId(method, version, route.pattern),
     summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
+    description: doc.description,
     tags: [version === undefined ? 'service' : `v${version}`],
     ...(version === 1 ? { deprecated: true } : {}),
     parameters: parameters(route, method),
@@ -171,9 +257,39 @@ function operation(route: RouteSpec, method: string, version: Version | undefine
   return op;
 }
 
-/** Builds the document for `routes`. */
+/**
+ * OPTIONS on a path (RFC 9110 §9.3.7): answered by the pipeline for every
+ * path, without a token and before negotiation, so it can only be refused
+ * while its body is read, for the rate limit, or by a bug.
+ */
+function optionsOperation(pattern: string, version: Version | undefined, patchable: boolean): Json {
+  const problem = (slug: ProblemSlug) => problemResponse(undefined, version, [slug], false);
+  return {
+    operationId: operationId('options', version, pattern),
+    summary: 'The methods of this path',
+    description: [
+      `204 with Allow${patchable ? ', and Accept-Patch with the media types PATCH takes' : ''}; no token needed.`,
+      'With CORS_ORIGINS set, a CORS preflight from a listed origin also gets Access-Control-Allow-Origin, -Allow-Methods, -Allow-Headers and -Max-Age,',
+      'and is not counted against the rate limit (docs/operations.md).',
+    ].join(' '),
+    tags: [version === undefined ? 'service' : `v${version}`],
+    ...(version === 1 ? { deprecated: true } : {}),
+    parameters: pathParameters(pattern),
+    responses: {
+      '204': { description: 'The methods of this path, in Allow.', headers: fields(['Allow', ...(patchable ? ['Accept-Patch'] : []), ...pipelineFields(version), ...PREFLIGHT_FIELDS]) },
+      '408': problem('request-timeout'),
+      '413': problem('payload-too-large'),
+      '429': problem('rate-limited'),
+      '500': problem('internal'),
+    },
+    security: [],
+  };
+}
+
+/** Builds the document for `routes`; throws `OpenApiError` when a route's documentation is incomplete. */
 export function buildOpenApi(routes: readonly RouteSpec[]): Json {
   const paths: Record<string, Json> = {};
+  const patterns = new Map<string, { pattern: string; version: Version | undefined }>();
   for (const route of routes) {
     const versions: (Version | undefined)[] = route.versioned === false ? [undefined] : [1, 2];
     for (const version of versions) {
@@ -182,7 +298,12 @@ export function buildOpenApi(routes: readonly RouteSpec[]): Json {
       const method = route.method.toLowerCase();
       item[method] = operation(route, method, version);
       if (route.method === 'GET') item.head = operation(route, 'head', version);
+      patterns.set(path, { pattern: route.pattern, version });
     }
+  }
+  for (const [path, { pattern, version }] of patterns) {
+    const item = paths[path] as Json;
+    item.options = optionsOperation(pattern, version, item.patch !== undefined);
   }
   const schemas = toJsonSchemaDefs(SCHEMAS, {
     target: 'draft-2020-12',
@@ -199,7 +320,11 @@ export function buildOpenApi(routes: readonly RouteSpec[]): Json {
         'Every resource path is served under /v1 (deprecated) and /v2 (current). The same paths without a prefix are served as v1,',
         'or as the version of the vendor media type in Accept (application/vnd.orders.v1+json, application/vnd.orders.v2+json).',
         'Errors are RFC 9457 problem details. OPTIONS on any path answers 204 with Allow.',
+        'Every response lists the fields it may carry: X-Request-Id and the rate-limit fields on every one (RATE_LIMIT on, the default),',
+        'Deprecation, Sunset and a successor-version Link on version 1, and the CORS fields once CORS_ORIGINS is set.',
       ].join(' '),
+      // package.json says UNLICENSED: no licence is granted, and the document says so rather than naming one.
+      license: LICENSE,
     },
     servers: [{ url: '/' }],
     tags: [

@@ -12,7 +12,11 @@ export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
     auth: 'public',
     versioned: false,
     cache: 'public',
-    doc: { summary: 'This OpenAPI 3.1 document', success: { status: 200, schema: 'OpenApiDocument' } },
+    doc: {
+      summary: 'This OpenAPI 3.1 document',
+      description: 'Generated at start-up from the route table and the schemas that validate requests, so it never disagrees with the service. Public and cacheable.',
+      success: { status: 200, schema: 'OpenApiDocument' },
+    },
     handler: async () => jsonResponse(body),
   };
   body = buildOpenApi([...routes, self]);

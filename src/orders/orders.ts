@@ -234,22 +234,42 @@ export const orderRoutes: readonly RouteSpec[] = [
   },
   {
     method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne, currentTag,
-    doc: { summary: 'Get an order with its items', success: { status: 200, schema: ORDER } },
+    doc: {
+      summary: 'Get an order with its items',
+      description: 'A customer reads only their own orders: another customer\'s order answers 404, as a missing one. The ETag comes from the order\'s revision, so If-None-Match is answered without building the order.',
+      success: { status: 200, schema: ORDER },
+    },
   },
   {
     method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace,
-    doc: { summary: 'Replace the writable members of an order', success: { status: 200, schema: ORDER }, body: 'ReplaceOrder', ifMatch: true, problems: WRITE_PROBLEMS },
+    doc: {
+      summary: 'Replace the writable members of an order',
+      description: 'customerId, status and items, all required. The status may change only as the order states allow (409 invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the write happens only if the order is unchanged (else 412).',
+      success: { status: 200, schema: ORDER }, body: 'ReplaceOrder', ifMatch: true, problems: WRITE_PROBLEMS,
+    },
   },
   {
     method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch,
-    doc: { summary: 'Change an order (JSON Merge Patch)', success: { status: 200, schema: ORDER }, body: 'PatchOrder', ifMatch: true, problems: WRITE_PROBLEMS },
+    doc: {
+      summary: 'Change an order (JSON Merge Patch)',
+      description: 'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). The same rules as a replacement apply; setting the status the order already has succeeds and changes nothing.',
+      success: { status: 200, schema: ORDER }, body: 'PatchOrder', ifMatch: true, problems: WRITE_PROBLEMS,
+    },
   },
   {
     method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove,
-    doc: { summary: 'Delete an order without payments', success: { status: 204 }, ifMatch: true, problems: [[409, 'order-has-payments'], [412, 'precondition-failed']] },
+    doc: {
+      summary: 'Delete an order without payments',
+      description: 'An order that has a payment cannot be deleted (409 order-has-payments): cancel it instead. A repeated delete answers 404.',
+      success: { status: 204 }, ifMatch: true, problems: [[409, 'order-has-payments'], [412, 'precondition-failed']],
+    },
   },
   {
     method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', cache: 'private', handler: listOfUser,
-    doc: { summary: "List one user's orders", success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY },
+    doc: {
+      summary: "List one user's orders",
+      description: 'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only their own.',
+      success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY,
+    },
   },
 ];

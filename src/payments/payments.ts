@@ -140,6 +140,10 @@ export const paymentRoutes: readonly RouteSpec[] = [
   },
   {
     method: 'GET', pattern: '/payments/{id:int}', auth: 'payments:read', handler: getOne,
-    doc: { summary: 'Get a payment', success: { status: 200, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } } },
+    doc: {
+      summary: 'Get a payment',
+      description: 'A customer reads only the payments of their own orders: another customer\'s payment answers 404, as a missing one.',
+      success: { status: 200, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } },
+    },
   },
 ];

@@ -64,7 +64,11 @@ async function create(ctx: RequestContext): Promise<Response> {
 export const userRoutes: readonly RouteSpec[] = [
   {
     method: 'POST', pattern: '/users', auth: 'users:write', handler: create,
-    doc: { summary: 'Create a user (admin)', success: { status: 201, schema: 'User' }, body: 'NewUser', problems: [[422, 'validation']] },
+    doc: {
+      summary: 'Create a user (admin)',
+      description: 'Only an admin may create users, whatever scopes the token carries (403 otherwise). The email must not be that of another user (422).',
+      success: { status: 201, schema: 'User' }, body: 'NewUser', problems: [[422, 'validation']],
+    },
   },
   {
     method: 'GET', pattern: '/users', auth: 'users:read', handler: listUsers,
@@ -72,6 +76,10 @@ export const userRoutes: readonly RouteSpec[] = [
   },
   {
     method: 'GET', pattern: '/users/{id:int}', auth: 'users:read', handler: getUser,
-    doc: { summary: 'Get a user', success: { status: 200, schema: 'User' } },
+    doc: {
+      summary: 'Get a user',
+      description: 'An admin may read any user; a customer only themselves: another user\'s id answers 404, exactly as a missing one.',
+      success: { status: 200, schema: 'User' },
+    },
   },
 ];

@@ -1,0 +1,124 @@
+/**
+ * What the request pipeline counts for `GET /metrics` (SPEC §16): requests
+ * by route pattern, method and status, their latency by route and method,
+ * and rate-limit refusals. Recording is on every request's path, so it is
+ * a few Map lookups and additions, no string building and no regular
+ * expression: a route's label is made once, when its first request is
+ * counted. Labels come only from the route table and fixed lists, never
+ * from the request (no id, token or raw path): a path no route matches is
+ * counted as `unmatched`, a method outside the list as `other`.
+ */
+import { family, labels, sample } from './exposition.ts';
+
+/** The route label of a request no route matched. */
+export const UNMATCHED = 'unmatched';
+
+/** Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 s (SPEC §11's deadline is 5 s). */
+export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** The methods counted by name; any other is `other`. */
+const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+
+export type Limiter = 'user' | 'address';
+
+export interface HttpMetrics {
+  /**
+   * Counts one request: `pattern` is its route's pattern in the route table
+   * (`/orders/{id:int}`), `undefined` when no route matched; `status` is
+   * `undefined` when the client left before any answer (counted as
+   * `aborted`, and not in the latency histogram).
+   */
+  request(pattern: string | undefined, method: string, status: number | undefined, seconds: number): void;
+  /** Counts one request refused with 429 by the users' or the addresses' table. */
+  rateLimited(limiter: Limiter): void;
+  /** The families above, in the text exposition format. */
+  render(): string;
+}
+
+interface MethodSeries {
+  /** Requests by status (a number, or 0 for aborted). */
+  readonly statuses: Map<number, number>;
+  /** Non-cumulative counts per bucket; the last one is +Inf. */
+  readonly buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+interface RouteSeries {
+  readonly label: string;
+  readonly methods: Map<string, MethodSeries>;
+}
+
+/** `/orders/{id:int}` → `/orders/{id}`: the route's pattern as the OpenAPI document writes it. */
+export function routeLabel(pattern: string): string {
+  return pattern.replace(/\{([a-zA-Z][a-zA-Z0-9]*)(?::[a-z]+)?\}/g, '{$1}');
+}
+
+/**
+ * A recorder of the pipeline's figures, one per app.
+ *
+ * ```ts
+ * const metrics = createHttpMetrics();
+ * metrics.request('/orders/{id:int}', 'GET', 200, 0.004);
+ * metrics.render(); // … orders_http_requests_total{route="/orders/{id}",method="GET",status="200"} 1 …
+ * ```
+ */
+export function createHttpMetrics(): HttpMetrics {
+  const routes = new Map<string, RouteSeries>();
+  const refused = { user: 0, address: 0 };
+
+  const seriesOf = (pattern: string | undefined, method: string): MethodSeries => {
+    const key = pattern ?? UNMATCHED;
+    let route = routes.get(key);
+    if (route === undefined) routes.set(key, (route = { label: pattern === undefined ? UNMATCHED : routeLabel(pattern), methods: new Map() }));
+    const name = METHODS.has(method) ? method : 'other';
+    let series = route.methods.get(name);
+    if (series === undefined) route.methods.set(name, (series = { statuses: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length + 1), sum: 0, count: 0 }));
+    return series;
+  };
+
+  return {
+    request(pattern, method, status, seconds) {
+      const series = seriesOf(pattern, method);
+      const code = status ?? 0;
+      series.statuses.set(code, (series.statuses.get(code) ?? 0) + 1);
+      if (status === undefined) return;
+      let bucket = 0;
+      while (bucket < DURATION_BUCKETS.length && seconds > (DURATION_BUCKETS[bucket] as number)) bucket++;
+      series.buckets[bucket] = (series.buckets[bucket] as number) + 1;
+      series.sum += seconds;
+      series.count += 1;
+    },
+    rateLimited(limiter) {
+      refused[limiter] += 1;
+    },
+    render() {
+      const requests: string[] = [];
+      const durations: string[] = [];
+      for (const route of routes.values()) {
+        for (const [method, series] of route.methods) {
+          for (const [status, count] of series.statuses) {
+            requests.push(sample('orders_http_requests_total', labels({ route: route.label, method, status: status === 0 ? 'aborted' : String(status) }), count));
+          }
+          if (series.count === 0) continue;
+          let cumulative = 0;
+          for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
+            cumulative += series.buckets[i] as number;
+            const le = i < DURATION_BUCKETS.length ? String(DURATION_BUCKETS[i]) : '+Inf';
+            durations.push(sample('orders_http_request_duration_seconds_bucket', labels({ route: route.label, method, le }), cumulative));
+          }
+          durations.push(sample('orders_http_request_duration_seconds_sum', labels({ route: route.label, method }), series.sum));
+          durations.push(sample('orders_http_request_duration_seconds_count', labels({ route: route.label, method }), series.count));
+        }
+      }
+      return [
+        family('orders_http_requests_total', 'counter', 'Requests answered, by route pattern, method and status (aborted: the client left before the answer).', requests),
+        family('orders_http_request_duration_seconds', 'histogram', 'Time from a request\'s arrival to its answer, by route pattern and method.', durations),
+        family('orders_rate_limited_total', 'counter', 'Requests refused with 429, by the table that refused them (user: a token\'s user; address: a client address).', [
+          sample('orders_rate_limited_total', labels({ limiter: 'user' }), refused.user),
+          sample('orders_rate_limited_total', labels({ limiter: 'address' }), refused.address),
+        ]),
+      ].join('');
+    },
+  };
+}

@@ -1,0 +1,7 @@
+/** The routes outside the API proper (SPEC §16): the index, the API reference and the problem pages. */
+import type { RouteSpec } from '../app.ts';
+import { docsRoutes } from './docs.ts';
+import { problemRoute } from './problems.ts';
+import { rootRoute } from './root.ts';
+
+export const pageRoutes: readonly RouteSpec[] = [rootRoute, ...docsRoutes, problemRoute];
