@@ -5,33 +5,25 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { openEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { startProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 let database: TestDatabase;
-let embedded: EmbeddedDatabase | undefined;
+let link: DatabaseProxy;
 let proxy: Proxy;
 let t: TestServer;
 
 before(async () => {
   database = await createTestDatabase();
-  let databaseName = 'postgres';
-  if (database.target) {
-    proxy = await startProxy({ host: database.target.host, port: database.target.port });
-    databaseName = database.target.database;
-  } else {
-    embedded = await openEmbedded(undefined, 10);
-    proxy = await startProxy({ path: embedded.socketPath });
-  }
-  t = await startTestServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/${databaseName}`, DB_POOL_MAX: '3' }, database);
+  link = await proxyToDatabase(database, 10);
+  proxy = link.proxy;
+  t = await startTestServer({ DATABASE_URL: link.url, DB_POOL_MAX: '3' }, database);
 });
 
 after(async () => {
   await t.close();
-  await proxy.close();
-  await embedded?.close();
+  await link.close();
   await database.drop();
 });
 

@@ -9,10 +9,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Queryable } from '../src/db/database.ts';
-import { openEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { METHODS } from '../src/http/router.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
-import { startProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -255,22 +254,16 @@ describe('the headers of a 429', () => {
 
 describe('the headers of a 410, a 503 and a CORS preflight', () => {
   let database: TestDatabase;
-  let embedded: EmbeddedDatabase | undefined;
+  let link: DatabaseProxy;
   let proxy: Proxy;
   let t: TestServer;
 
   before(async () => {
     database = await createTestDatabase();
-    let name = 'postgres';
-    if (database.target) {
-      proxy = await startProxy({ host: database.target.host, port: database.target.port });
-      name = database.target.database;
-    } else {
-      embedded = await openEmbedded(undefined, 10);
-      proxy = await startProxy({ path: embedded.socketPath });
-    }
+    link = await proxyToDatabase(database, 10);
+    proxy = link.proxy;
     t = await startTestServer({
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/${name}`,
+      DATABASE_URL: link.url,
       RATE_LIMIT: '600/60',
       V1_DEPRECATED_AT: '2020-01-01T00:00:00Z',
       V1_SUNSET_AT: '2021-01-01T00:00:00Z',
@@ -279,8 +272,7 @@ describe('the headers of a 410, a 503 and a CORS preflight', () => {
   });
   after(async () => {
     await t.close();
-    await proxy.close();
-    await embedded?.close();
+    await link.close();
     await database.drop();
   });
 

@@ -10,31 +10,23 @@ import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { openEmbedded, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { startProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
 import { FIXES } from '../scripts/patch-postgres.mjs';
 
 let database: TestDatabase;
-let embedded: EmbeddedDatabase | undefined;
+let link: DatabaseProxy;
 let proxy: Proxy;
 let url: string;
 
 before(async () => {
   database = await createTestDatabase();
-  if (database.target) {
-    proxy = await startProxy({ host: database.target.host, port: database.target.port });
-    url = `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`;
-  } else {
-    embedded = await openEmbedded(undefined, 4);
-    proxy = await startProxy({ path: embedded.socketPath });
-    url = `postgres://postgres@127.0.0.1:${proxy.port}/postgres`;
-  }
+  link = await proxyToDatabase(database, 4);
+  ({ proxy, url } = link);
 });
 
 after(async () => {
-  await proxy.close();
-  await embedded?.close();
+  await link.close();
   await database.drop();
 });
 

@@ -10,6 +10,7 @@ import { createServer, ServerResponse, type IncomingMessage, type Server } from 
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { contentOf, fieldsOf } from './response.ts';
+import { delegateToReal } from './lazy.ts';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
@@ -208,28 +209,7 @@ export class IncomingRequest {
 }
 
 // Every other member of Request reads the real one.
-Object.setPrototypeOf(IncomingRequest.prototype, Request.prototype);
-for (const name of Object.getOwnPropertyNames(Request.prototype)) {
-  if (name === 'constructor' || Object.hasOwn(IncomingRequest.prototype, name) || name === 'method' || name === 'url') continue;
-  const descriptor = Object.getOwnPropertyDescriptor(Request.prototype, name) as PropertyDescriptor;
-  if (descriptor.get !== undefined) {
-    Object.defineProperty(IncomingRequest.prototype, name, {
-      configurable: true,
-      get(this: IncomingRequest) {
-        return Reflect.get(Request.prototype, name, this.real());
-      },
-    });
-  } else if (typeof descriptor.value === 'function') {
-    const method = descriptor.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(IncomingRequest.prototype, name, {
-      configurable: true,
-      writable: true,
-      value(this: IncomingRequest, ...args: unknown[]) {
-        return method.apply(this.real(), args);
-      },
-    });
-  }
-}
+delegateToReal(IncomingRequest, Request, ['method', 'url']);
 
 /** Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it can. */
 export function fieldOf(request: Request, name: string): string | null {

@@ -16,6 +16,8 @@
  * still checks every name and value before anything is sent.
  */
 
+import { delegateToReal } from './lazy.ts';
+
 /** What `new Headers()` takes. */
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
 
@@ -114,30 +116,8 @@ export class BufferedResponse {
   }
 }
 
-// Every other member of Response reads the real one, so that the object is a
-// whole Response whatever Node's undici adds (`bytes()` in newer releases).
-Object.setPrototypeOf(BufferedResponse.prototype, Response.prototype);
-for (const name of Object.getOwnPropertyNames(Response.prototype)) {
-  if (name === 'constructor' || Object.hasOwn(BufferedResponse.prototype, name) || name === 'status') continue;
-  const descriptor = Object.getOwnPropertyDescriptor(Response.prototype, name) as PropertyDescriptor;
-  if (descriptor.get !== undefined) {
-    Object.defineProperty(BufferedResponse.prototype, name, {
-      configurable: true,
-      get(this: BufferedResponse) {
-        return Reflect.get(Response.prototype, name, this.real());
-      },
-    });
-  } else if (typeof descriptor.value === 'function') {
-    const method = descriptor.value as (...args: unknown[]) => unknown;
-    Object.defineProperty(BufferedResponse.prototype, name, {
-      configurable: true,
-      writable: true,
-      value(this: BufferedResponse, ...args: unknown[]) {
-        return method.apply(this.real(), args);
-      },
-    });
-  }
-}
+// Every other member of Response reads the real one.
+delegateToReal(BufferedResponse, Response, ['status']);
 
 /** A response of `content` (bytes in memory) that is a `Response` to everyone and costs no stream. */
 export function bufferedResponse(content: Uint8Array | null, init?: { readonly status?: number; readonly headers?: HeadersInit | Fields }): Response {

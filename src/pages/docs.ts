@@ -95,7 +95,7 @@ export const docsRoutes: readonly RouteSpec[] = [
       description: 'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service serves itself under /docs/{file}: the page makes no request to another host. Sent with a Content-Security-Policy allowing this origin only. No token needed.',
       success: { status: 200 },
     },
-    handler: async (ctx) => staticResponse(ctx, page, { 'content-security-policy': DOCS_CSP }),
+    handler: async () => staticResponse(page, { 'content-security-policy': DOCS_CSP }),
   },
   {
     method: 'GET',
@@ -112,7 +112,7 @@ export const docsRoutes: readonly RouteSpec[] = [
       const name = ctx.params.file as string;
       const body = fileBody(name);
       if (body === undefined) throw new HttpError(404, 'not-found', { detail: `There is no file ${name} in /docs.` });
-      return staticResponse(ctx, body);
+      return staticResponse(body);
     },
   },
 ];

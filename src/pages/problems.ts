@@ -141,6 +141,6 @@ export const problemRoute: RouteSpec = {
       throw new HttpError(406, 'not-acceptable', { detail: `Nothing in Accept can be produced here; this page is available as ${OFFERS.join(', ')}.`, headers: { vary: 'Accept' } });
     }
     const body = bodies[offer];
-    return staticResponse(ctx, body, { vary: 'Accept', ...(offer === 'text/html' ? { 'content-security-policy': PROBLEM_PAGE_CSP } : {}) });
+    return staticResponse(body, { vary: 'Accept', ...(offer === 'text/html' ? { 'content-security-policy': PROBLEM_PAGE_CSP } : {}) });
   },
 };

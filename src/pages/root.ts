@@ -42,5 +42,5 @@ export const rootRoute: RouteSpec = {
     description: 'A small JSON object, the same for every caller: `{"name": "Orders service", "links": {…}}` where `links` maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
     success: { status: 200 },
   },
-  handler: async (ctx) => staticResponse(ctx, body),
+  handler: async () => staticResponse(body),
 };

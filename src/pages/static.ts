@@ -4,9 +4,7 @@
  * and strong entity tag computed once, and the response for a GET or HEAD of
  * one. All are public: the same for every caller.
  */
-import type { RequestContext } from '../app.ts';
-import { etagOf, noneMatchHits, parseTagList } from '../http/conditional.ts';
-import { fieldOf } from '../http/node-adapter.ts';
+import { etagOf } from '../http/conditional.ts';
 import { bufferedResponse } from '../http/response.ts';
 import type { CachePolicy } from '../http/semantics.ts';
 
@@ -30,20 +28,11 @@ export function staticBody(content: string | Uint8Array, type: string): StaticBo
 }
 
 /**
- * The 200 of `body` with `headers`, or a 304 when `If-None-Match` matches
- * its tag. Answered here rather than by `finish()` so that the 304 keeps a
- * `Vary` the route sets itself, which the pipeline adds only for versioned
- * or authenticated routes (RFC 9110 §15.4.5: a 304 carries the ETag,
- * Cache-Control and Vary the 200 would). A malformed `If-None-Match` is left
- * to `finish()`, which refuses it with 400 `invalid-header` as on every route.
+ * The 200 of `body` with `headers`. A matching `If-None-Match` is answered
+ * 304 by the pipeline's `finish()`, from this tag, keeping the route's own
+ * `Vary` (RFC 9110 §15.4.5), as on every route.
  */
-export function staticResponse(ctx: RequestContext, body: StaticBody, headers: Readonly<Record<string, string>> = {}): Response {
-  const condition = parseTagList(fieldOf(ctx.request, 'if-none-match'));
-  if (condition !== null && condition !== undefined && noneMatchHits(condition, body.etag)) {
-    // `finish()` sees only 2xx answers: the 304's Cache-Control is the one it gives a PAGE_CACHE route's 200.
-    const cacheControl = `${PAGE_CACHE}, max-age=${ctx.services.config.cacheMaxAge}`;
-    return bufferedResponse(null, { status: 304, headers: { etag: body.etag, 'cache-control': cacheControl, ...(headers.vary === undefined ? {} : { vary: headers.vary }) } });
-  }
+export function staticResponse(body: StaticBody, headers: Readonly<Record<string, string>> = {}): Response {
   return bufferedResponse(body.bytes, {
     status: 200,
     headers: { 'content-type': body.type, 'content-length': String(body.bytes.byteLength), etag: body.etag, 'x-content-type-options': 'nosniff', ...headers },

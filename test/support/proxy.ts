@@ -4,6 +4,8 @@
  * stopping it.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { openEmbedded } from '../../src/db/embedded.ts';
+import type { TestDatabase } from './database.ts';
 
 export interface Proxy {
   readonly port: number;
@@ -98,6 +100,37 @@ export async function startProxy(target: ProxyTarget): Promise<Proxy> {
     },
     async close() {
       await down();
+    },
+  };
+}
+
+/** A proxy in front of a test database, with the `DATABASE_URL` that goes through it. */
+export interface DatabaseProxy {
+  readonly proxy: Proxy;
+  /** `postgres://…@127.0.0.1:<proxy port>/<database>`. */
+  readonly url: string;
+  /** Closes the proxy, then the embedded database when there is one. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a proxy in front of `database`: the real server's test database, or
+ * (without one) a new in-memory embedded database served on its socket for
+ * `maxConnections` connections.
+ */
+export async function proxyToDatabase(database: TestDatabase, maxConnections: number): Promise<DatabaseProxy> {
+  if (database.target) {
+    const proxy = await startProxy({ host: database.target.host, port: database.target.port });
+    return { proxy, url: `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`, close: () => proxy.close() };
+  }
+  const embedded = await openEmbedded(undefined, maxConnections);
+  const proxy = await startProxy({ path: embedded.socketPath });
+  return {
+    proxy,
+    url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`,
+    async close() {
+      await proxy.close();
+      await embedded.close();
     },
   };
 }
