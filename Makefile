@@ -8,7 +8,7 @@ TESTS := $(sort $(wildcard test/*.test.ts))
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test typecheck clean bench
+.PHONY: run build test typecheck lint format clean bench
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -43,8 +43,18 @@ dist/orders: node_modules/.package-lock.json $(NODE26) $(BUILD_INPUTS)
 typecheck: node_modules/.package-lock.json
 	node_modules/.bin/tsc --noEmit -p .
 
+# One formatter and linter for the whole tree (Biome, biome.json), and no
+# line over 120 characters, strings and comments included.
+lint: node_modules/.package-lock.json
+	node_modules/.bin/biome ci --reporter=summary .
+	node scripts/check-line-length.mjs
+
+# Rewrites the tree as the formatter and the linter's safe fixes want it.
+format: node_modules/.package-lock.json
+	node_modules/.bin/biome check --write .
+
 # The suite runs the built program and the single executable too: build first.
-test: typecheck build
+test: lint typecheck build
 	node_modules/.bin/c8 node --import tsx --test --test-concurrency=2 $(REPORTERS) $(TESTS)
 
 clean:

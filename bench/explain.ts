@@ -18,7 +18,8 @@
  * from the orders, as before migration 0007), for before/after figures.
  */
 import { openDatabase, type Param } from '../src/db/database.ts';
-import { orderBy, parseListQuery, where } from '../src/http/list-query.ts';
+import { parseListQuery } from '../src/http/list-query.ts';
+import { orderBy, where } from '../src/db/page.ts';
 import { ORDER_LIST, orderListSql } from '../src/orders/orders.ts';
 import { STATUSES } from '../src/orders/schema.ts';
 

@@ -28,7 +28,7 @@ import { delimiter, join } from 'node:path';
 import { createToken } from '../src/auth/token-store.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { seed } from '../src/db/seed.ts';
+import { seed } from '../src/service/seed.ts';
 import { parseStatements } from '../src/db/statements.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;

@@ -13,15 +13,16 @@ import { parseArgs } from 'node:util';
 import * as v from 'valibot';
 import { createToken, listTokens, revokeToken } from './auth/token-store.ts';
 import { parseScopes, parseTtl, SCOPES } from './auth/tokens.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config/config.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { EmbeddedDatabaseError } from './db/errors.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
-import { seed } from './db/seed.ts';
-import { EnvFileError, loadEnvFile } from './env-file.ts';
+import { seed } from './service/seed.ts';
+import { EnvFileError, loadEnvFile } from './config/env-file.ts';
 import { createUser, NewUserSchema, UserExistsError } from './users/user-store.ts';
-import { userRepresentation } from './users/users.ts';
-import { VERSION } from './version.ts';
+import { userRepresentation } from './users/representation.ts';
+import { VERSION } from './base/version.ts';
+import { positiveInteger } from './http/list-query.ts';
 
 /** An option of a command; every option takes a value: `--user 3` or `--user=3`. */
 interface OptionSpec {
@@ -308,10 +309,9 @@ function optionValues(command: CommandSpec, args: readonly string[]): Values {
 }
 
 function id(value: string, option: string): number {
-  if (!/^[1-9][0-9]{0,15}$/.test(value) || Number(value) > Number.MAX_SAFE_INTEGER) {
-    throw new UsageError(`${option} must be a positive integer, got ${JSON.stringify(value)}`);
-  }
-  return Number(value);
+  const n = positiveInteger(value);
+  if (n === undefined) throw new UsageError(`${option} must be a positive integer, got ${JSON.stringify(value)}`);
+  return n;
 }
 
 // The help texts.

@@ -1,9 +1,9 @@
 /** `make run`: start the service with the configuration of the environment and `.env` (SPEC §1). */
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig } from './config.ts';
-import { EnvFileError, loadEnvFile } from './env-file.ts';
-import { createLogger, errorFields } from './log.ts';
-import { startServer } from './server.ts';
+import { ConfigError, loadConfig } from './config/config.ts';
+import { EnvFileError, loadEnvFile } from './config/env-file.ts';
+import { createLogger, errorFields } from './base/logger.ts';
+import { startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
 import { EmbeddedDatabaseError, isDatabaseUnavailable } from './db/errors.ts';
 

@@ -4,12 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createApp, type RouteSpec, type Services } from '../src/app.ts';
+import { createApp } from '../src/pipeline/pipeline.ts';
+import { type RouteSpec, type Services } from '../src/pipeline/context.ts';
 import type { Authenticator, Principal } from '../src/auth/authenticator.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
 import { HttpError } from '../src/http/problem.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/logger.ts';
 
 const lines: Record<string, unknown>[] = [];
 const principal: Principal = { userId: 42, role: 'customer', tokenId: 1, scopes: new Set(['orders:read']) };

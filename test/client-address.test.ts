@@ -6,13 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createApp, type RouteSpec } from '../src/app.ts';
+import { createApp } from '../src/pipeline/pipeline.ts';
+import { type RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
 import { clientAddress, forwardedFor, nodeAddress, parseProxyEntry, trustedProxies, type ProxyRange } from '../src/http/client-address.ts';
 import { HttpError } from '../src/http/problem.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/logger.ts';
 
 const ranges = (...entries: string[]): ProxyRange[] => entries.flatMap((entry) => parseProxyEntry(entry) ?? assert.fail(`bad entry ${entry}`));
 

@@ -6,13 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createApp, type RouteSpec } from '../src/app.ts';
+import { createApp } from '../src/pipeline/pipeline.ts';
+import { type RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
 import { ALLOWED_HEADERS, corsPolicy, EXPOSED_HEADERS, isPreflight, parseOrigin, preflightFields, responseFields, varyWith } from '../src/http/cors.ts';
 import { HttpError } from '../src/http/problem.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/logger.ts';
 import { bearer, startTestServer, type TestServer } from './support/server.ts';
 
 const APP = 'https://app.example';

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { createToken } from '../src/auth/token-store.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { seed } from '../src/db/seed.ts';
+import { seed } from '../src/service/seed.ts';
 import { createUser } from '../src/users/user-store.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
 import { startService } from './support/process.ts';

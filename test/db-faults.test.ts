@@ -22,7 +22,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { STALLED_CONNECTION_MS } from '../src/db/database.ts';
-import { DATABASE_DEADLINE_MS } from '../src/app.ts';
+import { DATABASE_DEADLINE_MS } from '../src/pipeline/pipeline.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
 import { startProxy, type Proxy } from './support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { EnvFileError, loadEnvFile, parseEnvFile } from '../src/env-file.ts';
+import { EnvFileError, loadEnvFile, parseEnvFile } from '../src/config/env-file.ts';
 
 describe('parseEnvFile()', () => {
   describe('accepts', () => {

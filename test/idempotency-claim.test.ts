@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Database, Queryable } from '../src/db/database.ts';
+import type { Database, Db } from '../src/db/database.ts';
 import { REAL_SERVER_URL } from './support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
@@ -34,16 +34,16 @@ interface Claim {
   body: Buffer | null;
 }
 
-const claim = async (key: string, on: Queryable) => (await db.one<Claim>('ClaimIdempotencyKey', [alice.id, key], on)) as Claim;
-const store = (key: string, on: Queryable) =>
-  db.exec('StoreIdempotencyKey', [alice.id, key, `fp-${key}`, 201, JSON.stringify({ 'content-type': 'application/json' }), Buffer.from('{"id":1}')], on);
+const claim = async (key: string, on: Db) => (await on.one<Claim>('ClaimIdempotencyKey', [alice.id, key])) as Claim;
+const store = (key: string, on: Db) =>
+  on.exec('StoreIdempotencyKey', [alice.id, key, `fp-${key}`, 201, JSON.stringify({ 'content-type': 'application/json' }), Buffer.from('{"id":1}')]);
 const NOTHING = { fingerprint: null, status: null, headers: null, body: null };
 const STORED = (key: string) => ({ fingerprint: `fp-${key}`, status: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":1}') });
 
 /** Runs `fn` in a transaction that is rolled back, leaving nothing behind. */
-async function rolledBack(fn: (tx: Queryable) => Promise<void>): Promise<void> {
+async function rolledBack(fn: (tx: Db) => Promise<void>): Promise<void> {
   const ROLLBACK = new Error('rollback');
-  await assert.rejects(db.sql.begin((tx) => fn(tx as unknown as Queryable).then(() => Promise.reject(ROLLBACK))), (error) => error === ROLLBACK);
+  await assert.rejects(db.begin((tx) => fn(tx).then(() => Promise.reject(ROLLBACK))), (error) => error === ROLLBACK);
 }
 
 describe('ClaimIdempotencyKey', () => {
@@ -54,14 +54,14 @@ describe('ClaimIdempotencyKey', () => {
   });
 
   it('takes the lock of a finished key and returns its stored result', async () => {
-    await store('finished', db.sql);
+    await store('finished', db);
     await rolledBack(async (tx) => {
       assert.deepEqual(await claim('finished', tx), { locked: true, ...STORED('finished') });
     });
   });
 
   it('finds no result for a key older than 24 hours', async () => {
-    await store('expired', db.sql);
+    await store('expired', db);
     await db.sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE user_id = ${alice.id} AND key = 'expired'`;
     await rolledBack(async (tx) => {
       assert.deepEqual(await claim('expired', tx), { locked: true, ...NOTHING });
@@ -99,7 +99,7 @@ describe('ClaimIdempotencyKey', () => {
     });
 
     it('with a result: the result is returned whoever holds the lock (a repeat is reading it: replay)', async () => {
-      await store('replayed', db.sql);
+      await store('replayed', db);
       await whileHeld('replayed', async () => {
         await rolledBack(async (tx) => {
           assert.deepEqual(await claim('replayed', tx), { locked: false, ...STORED('replayed') });
@@ -111,9 +111,9 @@ describe('ClaimIdempotencyKey', () => {
   it('sees a result committed after its statement began but before its lock was tried', { skip: ON_REAL_SERVER }, async () => {
     // The first request holds the lock and has stored its result, uncommitted.
     let commitFirst!: () => void;
-    const first = db.sql.begin(async (tx) => {
-      assert.equal((await claim('race', tx as unknown as Queryable)).locked, true);
-      await store('race', tx as unknown as Queryable);
+    const first = db.begin(async (tx) => {
+      assert.equal((await claim('race', tx)).locked, true);
+      await store('race', tx);
       await new Promise<void>((resolve) => (commitFirst = resolve));
     });
     while (commitFirst === undefined) await new Promise((resolve) => setTimeout(resolve, 5));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { orderBy, pageCount, paginationLinks, parseListQuery, parseSort, type ListSpec } from '../src/http/list-query.ts';
+import { pageCount, paginationLinks, parseListQuery, parseSort, type ListSpec } from '../src/http/list-query.ts';
+import { orderBy } from '../src/db/page.ts';
 
 type Key = 'id' | 'createdAt' | 'total';
 const spec: ListSpec<Key, { status: string }> = {

@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/logger.ts';
 
-const LOG_MODULE = fileURLToPath(new URL('../src/log.ts', import.meta.url));
+const LOG_MODULE = fileURLToPath(new URL('../src/base/logger.ts', import.meta.url));
 
 /** Runs `body` in a child process with the logger at hand; resolves with its exit code, stdout and stderr. */
 function child(body: string): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Queryable } from '../src/db/database.ts';
 import { METHODS } from '../src/http/router.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
 import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
@@ -310,8 +309,8 @@ describe('the headers of a 409 idempotency-key-in-use', { skip: REAL_SERVER_URL 
     const samples: Sample[] = [];
     const ROLLBACK = new Error('rollback');
     // Holds the key's lock as a request still running would (src/idempotency.ts).
-    await assert.rejects(t.server.db.sql.begin(async (tx) => {
-      await t.server.db.one('ClaimIdempotencyKey', [customer.id, 'held'], tx as unknown as Queryable);
+    await assert.rejects(t.server.db.begin(async (tx) => {
+      await tx.one('ClaimIdempotencyKey', [customer.id, 'held']);
       for (const v of [1, 2]) {
         samples.push(await answer(t, `/v${v}/orders`, { method: 'POST', ...json(customer.token, { items: [{ productId: 1, qty: 1 }] }, { 'idempotency-key': 'held' }) }));
       }

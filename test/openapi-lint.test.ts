@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { createConfig, lintFromString, type NormalizedProblem } from '@redocly/openapi-core';
 import pkg from '../package.json' with { type: 'json' };
 import { buildOpenApi, LICENSE } from '../src/openapi/document.ts';
-import { routes } from '../src/routes.ts';
+import { routes } from '../src/service/routes.ts';
 
 /** One line per problem: severity, rule, message and where (a JSON pointer into the document). */
 function describeProblem(problem: NormalizedProblem): string {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { createRouter } from '../src/http/router.ts';
 import { buildOpenApi, openApiPath } from '../src/openapi/document.ts';
-import { routes } from '../src/routes.ts';
+import { routes } from '../src/service/routes.ts';
 import { createContract } from './support/contract.ts';
 import { bearer, contract, startTestServer, type TestServer } from './support/server.ts';
 

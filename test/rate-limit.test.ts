@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createApp, type RouteSpec } from '../src/app.ts';
+import { createApp } from '../src/pipeline/pipeline.ts';
+import { type RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
 import { addressGroup, createRateLimiter, rateLimitField } from '../src/http/rate-limit.ts';
 import { HttpError } from '../src/http/problem.ts';
-import { createLogger } from '../src/log.ts';
+import { createLogger } from '../src/base/logger.ts';
 
 describe('createRateLimiter()', () => {
   it('allows `limit` requests per window, then refuses until the window resets', () => {

@@ -383,11 +383,11 @@ describe('a hung webhook receiver beside a healthy one', () => {
     const claims: { claimed?: unknown[] }[] = [];
     const db = patient.t.server.db;
     const many = db.many.bind(db);
-    db.many = (async (name: string, params?: readonly unknown[], on?: unknown) => {
-      if (name !== 'ClaimDeliveries') return many(name, params as never, on as never);
+    db.many = (async (name: string, params?: readonly unknown[]) => {
+      if (name !== 'ClaimDeliveries') return many(name, params as never);
       const claim: { claimed?: unknown[] } = {};
       claims.push(claim);
-      claim.claimed = await many(name, params as never, on as never);
+      claim.claimed = await many(name, params as never);
       return claim.claimed;
     }) as typeof db.many;
     return {

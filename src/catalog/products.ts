@@ -1,9 +1,13 @@
 /** The product catalog (SPEC §2, §4): public, read-only over HTTP. */
-import type { RequestContext, RouteSpec } from '../app.ts';
-import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
+import * as v from 'valibot';
+import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
+import { collectionHandler } from '../pipeline/collection.ts';
+import { orderBy } from '../db/page.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, type ListSpec } from '../http/list-query.ts';
+import type { ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
+import type { Version } from '../http/negotiation.ts';
+import { Currency, Id, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
 
 export interface ProductRow {
   id: number;
@@ -15,26 +19,35 @@ export interface ProductRow {
   created_at: Date;
 }
 
-/** The product as version `version` represents it (SPEC §2). */
-export function productRepresentation(row: ProductRow, version: 1 | 2) {
+/** The product as version `version` represents it (contract §2). */
+export function productRepresentation(row: ProductRow, version: Version) {
   const common = { id: row.id, sku: row.sku, name: row.name };
   return version === 1
-    ? { ...common, price: Number(row.price), currency: row.currency, createdAt: row.created_at }
-    : { ...common, price: { amount: row.price, currency: row.currency }, createdAt: row.created_at };
+    ? { ...common, price: money(row.price, row.currency, version), currency: row.currency, createdAt: row.created_at }
+    : { ...common, price: money(row.price, row.currency, version), createdAt: row.created_at };
 }
+
+const ProductV1 = named('ProductV1', v.strictObject({
+  id: Id, sku: v.string(), name: v.string(), price: MoneyNumber, currency: Currency, createdAt: Timestamp,
+}));
+const ProductV2 = named('ProductV2', v.strictObject({
+  id: Id, sku: v.string(), name: v.string(), price: Money, createdAt: Timestamp,
+}));
+const PRODUCT = { v1: ProductV1, v2: ProductV2 };
+const PRODUCT_PAGE = { v1: page('ProductPageV1', ProductV1), v2: page('ProductPageV2', ProductV2) };
 
 type ProductSortKey = 'id' | 'createdAt';
 const LIST: ListSpec<ProductSortKey, Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
 const SORT_COLUMNS: Record<ProductSortKey, string> = { id: 'id', createdAt: 'created_at' };
 
-async function listProducts(ctx: RequestContext): Promise<Response> {
-  const query = listQueryOf(ctx.url, LIST);
-  const { rows, total } = await fetchPage<ProductRow>(ctx.services.db, 'ListProducts', 'CountProducts', { orderBy: orderBy(query.sort, SORT_COLUMNS) }, [], query);
-  return collectionResponse(ctx.url, rows.map((row) => productRepresentation(row, ctx.version)), total, query);
-}
+const listProducts = collectionHandler({
+  list: LIST,
+  sql: (_ctx, query) => ({ list: 'ListProducts', count: 'CountProducts', orderBy: orderBy(query.sort, SORT_COLUMNS) }),
+  represent: productRepresentation,
+});
 
 async function getProduct(ctx: RequestContext): Promise<Response> {
-  const row = await ctx.services.db.one<ProductRow>('GetProduct', [ctx.params.id as number]);
+  const row = await ctx.db.one<ProductRow>('GetProduct', [ctx.params.id as number]);
   if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no product ${ctx.params.id}.` });
   return jsonResponse(productRepresentation(row, ctx.version));
 }
@@ -45,7 +58,7 @@ export const productRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'List the product catalog',
       description: 'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by shared caches (Cache-Control: public).',
-      success: { status: 200, schema: { v1: 'ProductPageV1', v2: 'ProductPageV2' } }, list: LIST,
+      success: { status: 200, schema: PRODUCT_PAGE }, list: LIST,
     },
   },
   {
@@ -53,7 +66,7 @@ export const productRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a product',
       description: 'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount string and a currency). Public and cacheable by shared caches.',
-      success: { status: 200, schema: { v1: 'ProductV1', v2: 'ProductV2' } },
+      success: { status: 200, schema: PRODUCT },
     },
   },
 ];

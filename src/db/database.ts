@@ -7,11 +7,11 @@ import postgres from 'postgres';
 import { join } from 'node:path';
 import { SQL_DIR } from './sql-files.ts';
 import type { EmbeddedDatabase } from './embedded.ts';
-import { loadStatements, type Statement } from './statements.ts';
+import { loadStatements, StatementError, type ResultShape, type Statement } from './statements.ts';
 
 export type Sql = postgres.Sql<Record<string, never>>;
-/** The pool, or a transaction or reserved connection taken from it. */
-export type Queryable = postgres.Sql<Record<string, never>> | postgres.TransactionSql<Record<string, never>> | postgres.ReservedSql<Record<string, never>>;
+/** The pool, or a transaction taken from it. */
+type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;
 export type Param = string | number | boolean | null | Date | Uint8Array | readonly string[];
 
 export interface DatabaseOptions {
@@ -28,29 +28,76 @@ export interface DatabaseOptions {
   readonly stalledConnectionMs?: number;
 }
 
-export interface Database {
+/**
+ * A handle on the database: the pool, or one transaction (or savepoint) of
+ * it. Statements run on the handle they are called on, and `begin()` hands
+ * its callback a handle bound to the new transaction, as the `postgres`
+ * driver's own `sql.begin((sql) => …)` does. There is no transaction
+ * argument to forget: while a handle's transaction is open, the handle
+ * itself refuses statements (`TransactionOpenError`), so work that reaches
+ * for the outer handle fails at once rather than running outside the
+ * transaction (and, on the embedded database's single connection, waiting
+ * for it forever).
+ */
+export interface Db {
+  /** Runs a `:one` statement; `undefined` when it returned no row, an error when it returned more. */
+  one<T>(name: string, params?: readonly Param[]): Promise<T | undefined>;
+  /** Runs a `:many` statement. */
+  many<T>(name: string, params?: readonly Param[]): Promise<T[]>;
+  /** Runs an `:exec` statement and returns the number of rows it touched. */
+  exec(name: string, params?: readonly Param[]): Promise<number>;
+  /**
+   * Runs a `:many` statement, or a `:one` (at most one row), whose `{{name}}` placeholders are filled with
+   * `fragments`. Fragments must come from fixed whitelists (sort orders,
+   * optional filters), never from a request: values travel in `params`.
+   */
+  composed<T>(name: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[]): Promise<T[]>;
+  /**
+   * Runs `work` in a transaction and hands it the handle bound to it: on
+   * the pool, a new transaction, which commits when `work` resolves and
+   * rolls back when it throws; on a transaction's handle, that same
+   * transaction (a write that may run alone or within a larger one, such
+   * as an idempotent request's, commits with the larger one).
+   */
+  begin<T>(work: (db: Tx) => Promise<T>): Promise<T>;
+  /** What the pool is doing now (GET /metrics). */
+  readonly pool: PoolUsage;
+}
+
+/** A handle bound to a transaction (or a savepoint): what a write that must commit with others takes, such as an event. */
+export interface Tx extends Db {
+  readonly transaction: true;
+  /**
+   * Runs `work` in a savepoint of this transaction: when it throws, only
+   * its own work is rolled back, and the transaction goes on.
+   */
+  savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T>;
+}
+
+export interface Database extends Db {
+  /** The driver's pool, for what is not a named statement: migrations, the demo seed, tests. */
   readonly sql: Sql;
   readonly kind: 'embedded' | 'postgres';
   /** True when this start created the embedded database (never for a real server). */
   readonly created: boolean;
-  /** Runs a `:one` statement; `undefined` when it returned no row. */
-  one<T>(name: string, params?: readonly Param[], on?: Queryable): Promise<T | undefined>;
-  /** Runs a `:many` statement. */
-  many<T>(name: string, params?: readonly Param[], on?: Queryable): Promise<T[]>;
   /**
-   * Runs a `:many` statement whose `{{name}}` placeholders are filled with
-   * `fragments`. Fragments must come from fixed whitelists (sort orders,
-   * optional filters), never from a request: values travel in `params`.
+   * A handle of its own on the pool for one unit of work (a request): it
+   * refuses statements while its own transaction is open. The database
+   * itself is shared by concurrent work, so it cannot.
    */
-  composed<T>(name: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[], on?: Queryable): Promise<T[]>;
-  /** Runs an `:exec` statement and returns the number of rows it touched. */
-  exec(name: string, params?: readonly Param[], on?: Queryable): Promise<number>;
+  handle(): Db;
   /** The text of a statement, for the few places that compose whitelisted fragments into it. */
   statement(name: string): Statement;
   /** Ends the pool (letting queries finish for up to `timeoutSeconds`) and closes the embedded database. */
   close(timeoutSeconds?: number): Promise<void>;
-  /** What the pool is doing now (GET /metrics). */
-  readonly pool: PoolUsage;
+}
+
+/** A statement called on a handle whose transaction is open: it belongs on the handle `begin()` handed over. */
+export class TransactionOpenError extends Error {
+  override name = 'TransactionOpenError';
+  constructor(statement: string) {
+    super(`${statement} ran on a handle whose transaction is open; use the handle begin() handed to its callback`);
+  }
 }
 
 /**
@@ -131,7 +178,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const statements = loadStatements(QUERIES_DIR);
   const statement = (name: string): Statement => {
     const found = statements.get(name);
-    if (found === undefined) throw new Error(`no SQL statement named ${name} in sql/queries/`);
+    if (found === undefined) throw new StatementError(`no SQL statement named ${name} in sql/queries/`);
     return found;
   };
   let active = 0;
@@ -143,13 +190,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       active -= 1;
     }
   };
-  // Every transaction, also those begun outside this file (src/idempotency.ts).
+  // Every transaction, also those begun on the driver's pool itself (migrations, tests).
   const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
   (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args) => counted(begin(...args));
-  const run = (name: string, params: readonly Param[], on: Queryable) => {
-    const query = on.unsafe(statement(name).text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
-    return on === sql ? counted(query) : query;
-  };
   const size = embedded ? 1 : options.poolMax;
   const pool: PoolUsage = {
     size,
@@ -160,28 +203,82 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       return Math.max(0, active - size);
     },
   };
+
+  /**
+   * Runs statement `name` on `on`, refusing a statement whose header
+   * declares another result shape than the caller's (`-- name: X :one`
+   * run with `many()` is a bug in one of the two).
+   */
+  const run = (name: string, shape: ResultShape, params: readonly Param[], on: Queryable, fragments?: Readonly<Record<string, string>>) => {
+    const found = statement(name);
+    // A composed statement is a page (:many) or the count beside it (:one); `composed()` checks the count of rows.
+    if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one')) throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
+    const text = fragments === undefined ? found.text : fill(found, fragments);
+    const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+    return on === sql ? counted(query) : query;
+  };
+
+  /** A handle on `on`; `guarded`: it refuses statements while its own transaction is open. */
+  const handleOn = (on: Queryable, guarded: boolean): Tx => {
+    let open = false;
+    const ready = (name: string) => {
+      if (open) throw new TransactionOpenError(name);
+    };
+    type Inner<T> = (tx: postgres.TransactionSql<Record<string, never>>) => Promise<T>;
+    /** Runs `work` on a new handle of the transaction `start` opens, refusing this handle's statements meanwhile. */
+    const nested = async <T>(work: (db: Tx) => Promise<T>, start: (inner: Inner<T>) => Promise<unknown>): Promise<T> => {
+      ready('a transaction');
+      if (guarded) open = true;
+      try {
+        return (await start((tx) => work(handleOn(tx, true)))) as T;
+      } finally {
+        open = false;
+      }
+    };
+    return {
+      // A lie only for the pool's own handles, which are typed `Db` where they are handed out.
+      transaction: true,
+      pool,
+      async one<T>(name: string, params: readonly Param[] = []) {
+        ready(name);
+        const rows = await run(name, 'one', params, on);
+        if (rows.length > 1) throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
+        return rows[0] as T | undefined;
+      },
+      async many<T>(name: string, params: readonly Param[] = []) {
+        ready(name);
+        return [...(await run(name, 'many', params, on))] as T[];
+      },
+      async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
+        ready(name);
+        const rows = await run(name, 'many', params, on, fragments);
+        if (rows.length > 1 && statement(name).shape === 'one') throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
+        return [...rows] as T[];
+      },
+      async exec(name: string, params: readonly Param[] = []) {
+        ready(name);
+        return (await run(name, 'exec', params, on)).count;
+      },
+      begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
+        // On a transaction, the same one; on the pool, a new one (counted by `sql.begin` above).
+        return nested(work, (inner) => ('savepoint' in on ? inner(on) : on.begin(inner)));
+      },
+      savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
+        if (!('savepoint' in on)) return Promise.reject(new Error('savepoint() needs a transaction; on the pool, use begin()'));
+        return nested(work, (inner) => on.savepoint(inner));
+      },
+    };
+  };
+
   const embeddedDb = embedded;
+  const { transaction: _transaction, savepoint: _savepoint, ...onPool } = handleOn(sql, false);
   return {
+    ...onPool,
     sql,
     kind: embedded ? 'embedded' : 'postgres',
     created: embedded?.created ?? false,
-    pool,
     statement,
-    async one<T>(name: string, params: readonly Param[] = [], on: Queryable = sql) {
-      const rows = await run(name, params, on);
-      return rows[0] as T | undefined;
-    },
-    async many<T>(name: string, params: readonly Param[] = [], on: Queryable = sql) {
-      return [...(await run(name, params, on))] as T[];
-    },
-    async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = [], on: Queryable = sql) {
-      const text = fill(statement(name), fragments);
-      const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
-      return [...(await (on === sql ? counted(query) : query))] as T[];
-    },
-    async exec(name: string, params: readonly Param[] = [], on: Queryable = sql) {
-      return (await run(name, params, on)).count;
-    },
+    handle: (): Db => handleOn(sql, true),
     async close(timeoutSeconds = 5) {
       await sql.end({ timeout: timeoutSeconds });
       await embeddedDb?.close();
@@ -197,13 +294,4 @@ function fill(statement: Statement, fragments: Readonly<Record<string, string>>)
     if (fragment === undefined) throw new Error(`statement ${statement.name} needs the fragment {{${key}}}`);
     return fragment;
   });
-}
-
-/**
- * Runs `fn` in the transaction `on` when the caller is already in one (an
- * idempotent request's savepoint), else in a new transaction of the pool.
- */
-export async function inTransaction<T>(db: Database, on: Queryable | undefined, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  if (on !== undefined) return fn(on);
-  return db.sql.begin((tx) => fn(tx as unknown as Queryable)) as Promise<T>;
 }

@@ -4,13 +4,15 @@
  * than the oldest one still running, so a reader never skips an event that
  * commits late (docs/events.md). Customers see only their own resources'.
  */
-import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
-import { invalidQuery } from '../http/collection.ts';
+import * as v from 'valibot';
+import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { jsonResponse } from '../http/json.ts';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type FilterParser, type QueryError } from '../http/list-query.ts';
-import { ownerLimit } from '../orders/store.ts';
-import { EVENT_TYPES, eventRepresentation, type EventRow, type EventType } from './log.ts';
-import { positiveId, ID_SCHEMA } from '../orders/orders.ts';
+import {
+  DEFAULT_PAGE_SIZE, invalidQuery, MAX_PAGE_SIZE, positiveId, positiveInteger, type FilterParser, type QueryError,
+} from '../http/list-query.ts';
+import { ownerLimit } from '../auth/ownership.ts';
+import { EVENT, EVENT_TYPES, eventRepresentation, type EventRow, type EventType } from './outbox.ts';
+import { ID_SCHEMA, Id, named } from '../openapi/atoms.ts';
 
 const type: FilterParser<EventType> = (value) =>
   (EVENT_TYPES as readonly string[]).includes(value) ? { value: value as EventType } : { error: `must be one of ${EVENT_TYPES.join(', ')}` };
@@ -18,8 +20,21 @@ const type: FilterParser<EventType> = (value) =>
 const PARAMETERS: Readonly<Record<string, FilterParser<number | EventType>>> = {
   after: positiveId,
   type,
-  pageSize: (value) => (/^[1-9][0-9]{0,2}$/.test(value) && Number(value) <= MAX_PAGE_SIZE ? { value: Number(value) } : { error: `must be an integer from 1 to ${MAX_PAGE_SIZE}` }),
+  pageSize: (value) => {
+    const n = positiveInteger(value, MAX_PAGE_SIZE);
+    return n === undefined ? { error: `must be an integer from 1 to ${MAX_PAGE_SIZE}` } : { value: n };
+  },
 };
+
+/** A page of the log as `listEvents()` answers it: a cursor page, not a numbered one. */
+const EVENT_PAGE = named('EventPage', v.strictObject({
+  data: v.array(EVENT.schema),
+  meta: v.strictObject({
+    pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
+    after: v.nullable(Id),
+    next: v.nullable(Id),
+  }),
+}), [EVENT]);
 
 /** SPEC §4's strictness for the cursor parameters: unknown, repeated or unparsable is a 400 naming it. */
 function eventQuery(search: URLSearchParams): { after?: number; type?: EventType; pageSize: number } {
@@ -45,13 +60,13 @@ async function listEvents(ctx: RequestContext): Promise<Response> {
   const { after, type: only, pageSize } = query;
   let position = { xid: '0', id: 0 };
   if (after !== undefined) {
-    const found = await ctx.services.db.one<{ xid: string; id: number }>('FindEventPosition', [after, owner]);
+    const found = await ctx.db.one<{ xid: string; id: number }>('FindEventPosition', [after, owner]);
     if (found === undefined) throw invalidQuery([{ parameter: 'after', detail: `names no event (${after}) of yours that is still kept` }]);
     position = found;
   }
   const rows = owner === null
-    ? await ctx.services.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
-    : await ctx.services.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
+    ? await ctx.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
+    : await ctx.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
   const last = rows.at(-1)?.id ?? after ?? null;
   const next = new URLSearchParams(ctx.url.search);
   if (last !== null) next.set('after', String(last));
@@ -68,7 +83,7 @@ export const eventRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Read the event log',
       description: 'Events in commit-safe order after the cursor `after` (an event id); follow meta.next (or Link rel="next") to read on. A customer sees the events of their own resources.',
-      success: { status: 200, schema: 'EventPage' },
+      success: { status: 200, schema: EVENT_PAGE },
       query: {
         after: { description: 'the id of the last event read; omit to start at the oldest kept', schema: ID_SCHEMA },
         type: { description: 'only events of this type', schema: { type: 'string', enum: [...EVENT_TYPES] } },

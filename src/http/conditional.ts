@@ -63,3 +63,50 @@ export function matchHolds(list: TagList, current: string): boolean {
   if (list === '*') return true;
   return list.some((tag) => !tag.weak && tag.opaque === current);
 }
+
+/**
+ * `If-None-Match` as one rule (RFC 9110 §13.1.2): true when `header` (exactly
+ * what `headers.get('if-none-match')` returns) matches `etag`, the current
+ * representation's strong tag with its quotes, so a GET or HEAD is answered
+ * 304. Weak comparison (RFC 9110 §8.8.3.2): `W/"x"` matches `"x"`; `*`
+ * matches, since a current representation exists.
+ *
+ * An absent header is false, and so is a malformed one: this function cannot
+ * say 400. The service answers a malformed `If-None-Match` with 400
+ * `invalid-header` (`finish()` in semantics.ts), so a caller that needs that
+ * checks `parseTagList(header) === undefined` first.
+ *
+ * @example
+ * ifNoneMatch('"a", W/"b"', '"b"') // true
+ * ifNoneMatch('"a"', '"b"')        // false
+ * ifNoneMatch(null, '"b"')         // false
+ */
+export function ifNoneMatch(header: string | null, etag: string): boolean {
+  const list = parseTagList(header);
+  return list !== null && list !== undefined && noneMatchHits(list, etag);
+}
+
+/**
+ * `If-Match` as one rule (RFC 9110 §13.1.1): true when the precondition
+ * holds for `header` (exactly what `headers.get('if-match')` returns) and
+ * `etag`, the current representation's strong tag with its quotes, or
+ * `undefined` when there is none. Strong comparison (RFC 9110 §8.8.3.2): a
+ * weak tag never matches. `*` holds when a current representation exists; an
+ * absent header always holds.
+ *
+ * A malformed value does not hold (false), so it never lets a write through.
+ * The service answers it with 400 `invalid-header`, not 412: a caller that
+ * needs that checks `parseTagList(header) === undefined` first.
+ *
+ * @example
+ * ifMatch('"a", "b"', '"b"') // true
+ * ifMatch('W/"b"', '"b"')    // false
+ * ifMatch('*', undefined)    // false
+ * ifMatch(null, undefined)   // true
+ */
+export function ifMatch(header: string | null, etag: string | undefined): boolean {
+  const list = parseTagList(header);
+  if (list === null) return true;
+  if (list === undefined || etag === undefined) return false;
+  return matchHolds(list, etag);
+}

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { distinctErrors, HttpError, listedErrors, type ProblemError } from './problem.ts';
+import type { Version } from './negotiation.ts';
 
 export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
 /** The `Accept-Patch` value of PATCH routes (RFC 5789 §3.1). */
@@ -17,7 +18,7 @@ export interface BodyOptions {
   /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
   readonly patch?: boolean;
   /** The version the request is served in: a vendor type of the other version is refused (SPEC §8: placements must agree). */
-  readonly version?: 1 | 2;
+  readonly version?: Version;
 }
 
 /**

@@ -5,7 +5,7 @@
  * error naming that parameter; nothing is ever silently ignored. Pure.
  */
 
-import type { Param } from '../db/database.ts';
+import { HttpError, listedErrors } from './problem.ts';
 
 export interface SortKey<K extends string = string> {
   readonly key: K;
@@ -38,7 +38,24 @@ export type ParseResult<T> = { readonly ok: true; readonly value: T } | { readon
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
-const POSITIVE_INT = /^[1-9][0-9]*$/;
+const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
+
+/**
+ * `value` as a positive integer of at most `max` (2^53−1 by default): digits
+ * only, no sign, no leading zero; else `undefined`. The rule of every id in
+ * a path, a query or a command-line option (contract §4).
+ */
+export function positiveInteger(value: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  if (!POSITIVE_INT.test(value)) return undefined;
+  const n = Number(value);
+  return n <= max ? n : undefined;
+}
+
+/** A filter or cursor naming a resource by id. */
+export const positiveId: FilterParser<number> = (value) => {
+  const n = positiveInteger(value);
+  return n === undefined ? { error: 'must be a positive integer' } : { value: n };
+};
 
 /**
  * Parses `search` against `spec`, collecting every error rather than stopping at the first.
@@ -67,7 +84,7 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
     }
     seen.add(name);
     if (name === 'page') {
-      const n = positiveInteger(value, Number.MAX_SAFE_INTEGER);
+      const n = positiveInteger(value);
       if (n === undefined) errors.push({ parameter: name, detail: 'must be an integer of at least 1' });
       else page = n;
     } else if (name === 'pageSize') {
@@ -110,51 +127,6 @@ export function parseSort<K extends string>(value: string, allowed: readonly K[]
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: keys };
 }
 
-function positiveInteger(value: string, max: number): number | undefined {
-  if (!POSITIVE_INT.test(value) || value.length > 16) return undefined;
-  const n = Number(value);
-  return n <= max ? n : undefined;
-}
-
-/**
- * The `ORDER BY` list for `sort`, from a fixed map of sort keys to SQL
- * expressions: nothing from the request reaches the SQL text but the choice
- * among those. `id` ends the list as the tie-breaker, so pages never overlap;
- * it runs in the direction of the last key, so that one index on
- * (key, id), read forwards or backwards, delivers the whole order.
- *
- * @example
- * orderBy([{ key: 'createdAt', descending: true }], { id: 'p.id', createdAt: 'p.created_at' })
- * // 'p.created_at DESC, p.id DESC'
- */
-export function orderBy<K extends string>(sort: readonly SortKey<K>[], columns: Readonly<Record<K | 'id', string>>): string {
-  const parts = sort.map((s) => `${columns[s.key]} ${s.descending ? 'DESC' : 'ASC'}`);
-  if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ${sort.at(-1)?.descending ? 'DESC' : 'ASC'}`);
-  return parts.join(', ');
-}
-
-/** A filter condition: a fixed SQL fragment taking one parameter, and the value for it. */
-export interface Condition {
-  /** Builds the fragment around the parameter's placeholder, e.g. `(p) => \`o.status = ${p}\``. */
-  readonly sql: (placeholder: string) => string;
-  readonly value: Param;
-}
-
-/**
- * Joins `conditions` with AND, numbering their parameters from `$1`: the
- * `WHERE` text (only the fixed fragments) and the values to pass with it.
- *
- * @example
- * where([{ sql: (p) => `o.status = ${p}`, value: 'paid' }]) // { sql: 'o.status = $1', params: ['paid'] }
- */
-export function where(conditions: readonly Condition[]): { sql: string; params: Param[] } {
-  if (conditions.length === 0) return { sql: 'TRUE', params: [] };
-  return {
-    sql: conditions.map((c, i) => c.sql(`$${i + 1}`)).join(' AND '),
-    params: conditions.map((c) => c.value),
-  };
-}
-
 /** The number of pages for `total` items; 0 when there are none. */
 export function pageCount(total: number, pageSize: number): number {
   return Math.ceil(total / pageSize);
@@ -177,4 +149,10 @@ export function paginationLinks(url: URL, page: number, pages: number): string {
   if (page < last) links.push(link(page + 1, 'next'));
   links.push(link(last, 'last'));
   return links.join(', ');
+}
+
+/** 400 `invalid-query` naming each offending parameter the problem lists (SPEC §4, §11). */
+export function invalidQuery(errors: readonly QueryError[]): HttpError {
+  const names = [...new Set(listedErrors(errors).listed.map((e) => e.parameter))].join(', ');
+  return new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors });
 }

@@ -10,7 +10,11 @@
  * draft-ietf-httpapi-ratelimit-headers.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import type { RateLimit } from '../config.ts';
+/** A budget: `limit` requests per window of `windowSeconds` (RATE_LIMIT). */
+export interface RateLimit {
+  readonly limit: number;
+  readonly windowSeconds: number;
+}
 
 export interface RateDecision {
   readonly allowed: boolean;

@@ -19,11 +19,14 @@
  * (`/v1`, `/v1/`) still names nothing.
  */
 
+import type { Version } from './negotiation.ts';
+import { positiveInteger } from './list-query.ts';
+
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 export type Method = (typeof METHODS)[number];
 
 /** 1 or 2 from a `/v1` or `/v2` prefix; `undefined` when the path has none. */
-export type PathVersion = 1 | 2 | undefined;
+export type PathVersion = Version | undefined;
 
 export interface Route<H> {
   readonly method: Method;
@@ -66,7 +69,6 @@ interface Node<H> {
 }
 
 const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
-const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 // Dot-segments (RFC 3986 §3.3), which URL resolution would remove (§5.2.4),
 // with the dot in any encoding.
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
@@ -164,9 +166,8 @@ function walk<H>(root: Node<H>, segments: readonly string[], start: number, para
     const param = node.param;
     if (param === undefined) return undefined;
     if (param.type === 'int') {
-      if (!POSITIVE_INT.test(segment)) return undefined;
-      const n = Number(segment);
-      if (n > Number.MAX_SAFE_INTEGER) return undefined;
+      const n = positiveInteger(segment);
+      if (n === undefined) return undefined;
       params[param.name] = n;
     } else {
       params[param.name] = segment;

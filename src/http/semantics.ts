@@ -6,7 +6,6 @@
  * knows its tag without it; and the deprecation fields of version 1. Routes
  * cannot opt out: the pipeline calls this for all of them.
  */
-import type { Config } from '../config.ts';
 import { etagOf, noneMatchHits, parseTagList, type TagList } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
@@ -125,7 +124,7 @@ export interface VersionPolicy {
 }
 
 /** Version 1's dates (SPEC §8; RFC 9745, RFC 8594), read once. */
-export function versionPolicy(config: Pick<Config, 'v1DeprecatedAt' | 'v1SunsetAt'>, now: () => number = Date.now): VersionPolicy {
+export function versionPolicy(config: { readonly v1DeprecatedAt: Date; readonly v1SunsetAt: Date }, now: () => number = Date.now): VersionPolicy {
   const deprecation = `@${Math.floor(config.v1DeprecatedAt.getTime() / 1000)}`;
   const sunset = config.v1SunsetAt.toUTCString();
   const successor = (path: string) => `/v2${path.startsWith('/v1/') ? path.slice(3) : path}`;

@@ -1,6 +1,7 @@
 /**
  * The OpenAPI 3.1 document, generated at start-up from the route table and
- * the valibot schemas (`schemas.ts`) that validate requests and describe
+ * the valibot schemas its routes name (`named()` of `atoms.ts`, beside each
+ * representation and request body) that validate requests and describe
  * responses: never a second, hand-kept copy. Every route appears, under
  * `/v1` and `/v2` when it is versioned, with its parameters, bodies,
  * responses, problem types, headers and security, and every path with its
@@ -16,13 +17,14 @@
  * method, body) and from the pipeline is added here, for every route alike.
  */
 import { toJsonSchemaDefs } from '@valibot/to-json-schema';
-import type { RouteDoc, RouteSpec, VersionedSchema } from '../app.ts';
+import type * as v from 'valibot';
+import type { DocumentedRoute, NamedSchema, RouteDoc, VersionedSchema } from './types.ts';
+import { ID_SCHEMA, Problem } from './atoms.ts';
 import { SCOPES } from '../auth/tokens.ts';
 import { MAX_PAGE_SIZE } from '../http/list-query.ts';
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
 import { isStored } from '../http/idempotency-key.ts';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
-import { SCHEMAS, type SchemaName } from './schemas.ts';
 
 type Json = Record<string, unknown>;
 
@@ -30,10 +32,40 @@ export class OpenApiError extends Error {
   override name = 'OpenApiError';
 }
 
-const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
+const ref = (schema: NamedSchema) => ({ $ref: `#/components/schemas/${schema.name}` });
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
-const schemaFor = (schema: VersionedSchema, version: Version | undefined): SchemaName =>
-  typeof schema === 'string' ? schema : version === 2 ? schema.v2 : schema.v1;
+const schemaFor = (schema: VersionedSchema, version: Version | undefined): NamedSchema =>
+  'name' in schema ? schema : version === 2 ? schema.v2 : schema.v1;
+
+/**
+ * `components.schemas`: the named schemas of the routes' successes and
+ * bodies, the named schemas inside them, and the problem details. One name
+ * is one schema: two different schemas under one name are a mistake.
+ */
+function namedSchemas(routes: readonly DocumentedRoute[]): Record<string, v.GenericSchema> {
+  const schemas = new Map<string, v.GenericSchema>();
+  const add = (named: NamedSchema): void => {
+    const known = schemas.get(named.name);
+    if (known === named.schema) return;
+    if (known !== undefined) throw new OpenApiError(`two different schemas are named ${named.name}`);
+    schemas.set(named.name, named.schema);
+    named.refs.forEach(add);
+  };
+  const addVersioned = (schema: VersionedSchema | undefined): void => {
+    if (schema === undefined) return;
+    if ('name' in schema) add(schema);
+    else {
+      add(schema.v1);
+      add(schema.v2);
+    }
+  };
+  add(Problem);
+  for (const route of routes) {
+    addVersioned(route.doc.success.schema);
+    addVersioned(route.doc.body);
+  }
+  return Object.fromEntries(schemas);
+}
 
 /**
  * The API's licence: none is granted (package.json: UNLICENSED). An SPDX
@@ -112,7 +144,9 @@ function pipelineFields(version: Version | undefined, routed = true): string[] {
   return ['X-Request-Id', ...RATE_LIMIT_FIELDS, 'Vary', ...CORS_FIELDS, ...(version === 1 && routed ? VERSION_1_FIELDS : [])];
 }
 
-function problemResponse(route: RouteSpec | undefined, version: Version | undefined, slugs: readonly ProblemSlug[], replayable: boolean): Json {
+function problemResponse(
+  route: DocumentedRoute | undefined, version: Version | undefined, slugs: readonly ProblemSlug[], replayable: boolean,
+): Json {
   const description = slugs.map((slug) => `\`/problems/${slug}\`: ${PROBLEM_TITLES[slug]}`).join('; ');
   const names = ['Cache-Control'];
   for (const slug of slugs) {
@@ -123,12 +157,12 @@ function problemResponse(route: RouteSpec | undefined, version: Version | undefi
   return {
     description,
     headers: fields(['X-Request-Id', ...names]),
-    content: { [PROBLEM_CONTENT_TYPE]: { schema: ref('Problem') } },
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: ref(Problem) } },
   };
 }
 
 /** The refusals a route has by its kind (auth, version, body, list…), and its own. */
-function problemsOf(route: RouteSpec, version: Version | undefined): Map<number, ProblemSlug[]> {
+function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<number, ProblemSlug[]> {
   const problems = new Map<number, ProblemSlug[]>();
   const add = (status: number, slug: ProblemSlug) => {
     const slugs = problems.get(status) ?? [];
@@ -167,11 +201,11 @@ function problemsOf(route: RouteSpec, version: Version | undefined): Map<number,
 function pathParameters(pattern: string): Json[] {
   return [...pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)].map((match) => ({
     name: match[1], in: 'path', required: true,
-    schema: match[2] ? { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } : { type: 'string' },
+    schema: match[2] ? { ...ID_SCHEMA } : { type: 'string' },
   }));
 }
 
-function parameters(route: RouteSpec, method: string): Json[] {
+function parameters(route: DocumentedRoute, method: string): Json[] {
   const params = pathParameters(route.pattern);
   const { list, query } = route.doc;
   if (list) {
@@ -213,7 +247,7 @@ function operationId(method: string, version: Version | undefined, pattern: stri
   return `${method}${version ? `V${version}` : ''}${words.join('')}`;
 }
 
-function operation(route: RouteSpec, method: string, version: Version | undefined): Json {
+function operation(route: DocumentedRoute, method: string, version: Version | undefined): Json {
   const { doc } = route;
   // SPEC §16: every operation says what it does beyond its summary; a route without it is a mistake at start-up.
   if (!doc.description?.trim()) throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
@@ -287,7 +321,7 @@ function optionsOperation(pattern: string, version: Version | undefined, patchab
 }
 
 /** Builds the document for `routes`; throws `OpenApiError` when a route's documentation is incomplete. */
-export function buildOpenApi(routes: readonly RouteSpec[]): Json {
+export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
   const paths: Record<string, Json> = {};
   const patterns = new Map<string, { pattern: string; version: Version | undefined }>();
   for (const route of routes) {
@@ -305,7 +339,7 @@ export function buildOpenApi(routes: readonly RouteSpec[]): Json {
     const item = paths[path] as Json;
     item.options = optionsOperation(pattern, version, item.patch !== undefined);
   }
-  const schemas = toJsonSchemaDefs(SCHEMAS, {
+  const schemas = toJsonSchemaDefs(namedSchemas(routes), {
     target: 'draft-2020-12',
     errorMode: 'ignore',
     overrideRef: (context) => `#/components/schemas/${context.referenceId}`,

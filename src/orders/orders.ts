@@ -3,25 +3,30 @@
  * and its creation, replacement, merge patch and deletion; with the
  * ownership rules of §6.
  */
-import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
-import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
-import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
+import { collectionHandler } from '../pipeline/collection.ts';
+import { orderBy, where, type PageSql } from '../db/page.ts';
+import { ownerLimit } from '../auth/ownership.ts';
+import { validationError } from '../http/json-body.ts';
+import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse, jsonTextResponse } from '../http/json.ts';
-import { orderBy, where, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
+import { positiveId, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
 import type { Param } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
-import { orderRepresentation, type OrderRow } from './representation.ts';
-import { CreateOrderSchema, duplicateProducts, nullMembers, PatchOrderSchema, ReplaceOrderSchema, STATUSES, type Item, type Status } from './schema.ts';
-import { createOrder, deleteOrder, getOrder, getOrderJson, getOrderRevision, ownerLimit, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
-import { matchHolds, parseTagList } from '../http/conditional.ts';
+import type { Version } from '../http/negotiation.ts';
+import { ORDER, ORDER_PAGE, orderRepresentation, type OrderRow } from './representation.ts';
+import { ID_SCHEMA } from '../openapi/atoms.ts';
+import {
+  CREATE_ORDER, CreateOrderSchema, duplicateProducts, nullMembers, PATCH_ORDER, PatchOrderSchema, REPLACE_ORDER,
+  ReplaceOrderSchema, STATUSES, type Item, type Status,
+} from './schema.ts';
+import { createOrder, deleteOrder, getOrder, getOrderJson, getOrderRevision, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
+import { ifMatch, parseTagList } from '../http/conditional.ts';
+import { fieldOf } from '../http/node-adapter.ts';
 import { orderTag } from './etag.ts';
 
-const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 // numeric(12,2) holds at most 10 integer digits; more can never match a total.
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
-
-export const positiveId: FilterParser<number> = (value) =>
-  POSITIVE_INT.test(value) && Number(value) <= Number.MAX_SAFE_INTEGER ? { value: Number(value) } : { error: 'must be a positive integer' };
 
 const status: FilterParser<Status> = (value) =>
   (STATUSES as readonly string[]).includes(value) ? { value: value as Status } : { error: `must be one of ${STATUSES.join(', ')}` };
@@ -55,9 +60,8 @@ const MIN_TOTAL: OrderFilterSql = { rows: (p) => `o.total >= ${p}::numeric` };
 const ALL_CUSTOMERS = 'c.customer_id = 0';
 
 /** The statements and fragments of one order list (sql/queries/orders.sql). */
-export interface OrderListSql {
+export interface OrderListSql extends PageSql {
   readonly where: string;
-  readonly orderBy: string;
   readonly params: Param[];
   /** `ListOrdersKeptTotal` when the total can be read from the kept counts, else `ListOrders`, which counts the rows. */
   readonly list: 'ListOrders' | 'ListOrdersKeptTotal';
@@ -92,27 +96,32 @@ export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owner
   return { ...sorted, list: 'ListOrdersKeptTotal', count: 'SumOrderCounts', totalWhere };
 }
 
-/** One page of orders, limited to `owners`' when given. */
-async function listOrders(ctx: RequestContext, owners: readonly number[]): Promise<Response> {
-  const query = listQueryOf(ctx.url, ORDER_LIST);
-  const sql = orderListSql(query, owners);
-  const { rows, total } = await fetchPage<OrderRow>(ctx.services.db, sql.list, sql.count, sql, sql.params, query);
-  return collectionResponse(ctx.url, rows.map((row) => orderRepresentation(row, ctx.version)), total, query);
-}
+const represent = (row: OrderRow, version: Version) => orderRepresentation(row, version);
 
-async function listAll(ctx: RequestContext): Promise<Response> {
-  const limit = ownerLimit(principalOf(ctx));
-  return listOrders(ctx, limit === null ? [] : [limit]);
-}
+/** `GET /orders`: every order, or a customer's own. */
+const listAll = collectionHandler({
+  list: ORDER_LIST,
+  sql: (ctx, query) => {
+    const limit = ownerLimit(principalOf(ctx));
+    return orderListSql(query, limit === null ? [] : [limit]);
+  },
+  represent,
+});
 
-async function listOfUser(ctx: RequestContext): Promise<Response> {
-  const principal = principalOf(ctx);
-  const userId = ctx.params.id as number;
-  // Another customer's path is as missing as an unknown user's (SPEC §6).
-  const visible = principal.role === 'admin' ? (await ctx.services.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
-  if (!visible) throw new HttpError(404, 'not-found', { detail: `There is no user ${userId}.` });
-  return listOrders(ctx, [userId]);
-}
+/** `GET /users/{id}/orders`: the user is found first, so another customer's path is a 404 before any 400. */
+const listOfUser = collectionHandler({
+  list: ORDER_LIST,
+  before: async (ctx): Promise<number> => {
+    const principal = principalOf(ctx);
+    const userId = ctx.params.id as number;
+    // Another customer's path is as missing as an unknown user's (SPEC §6).
+    const visible = principal.role === 'admin' ? (await ctx.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
+    if (!visible) throw new HttpError(404, 'not-found', { detail: `There is no user ${userId}.` });
+    return userId;
+  },
+  sql: (_ctx, query, userId) => orderListSql(query, [userId]),
+  represent,
+});
 
 /**
  * An order as this request's version and media type represent it, with the
@@ -126,14 +135,14 @@ function orderResponse(ctx: RequestContext, row: StoredOrder, status = 200, head
 /** One order: the database sends its representation as JSON text, which goes out as it is. */
 async function getOne(ctx: RequestContext): Promise<Response> {
   const id = ctx.params.id as number;
-  const { revision, body } = await getOrderJson(ctx.services.db, id, principalOf(ctx), ctx.version);
+  const { revision, body } = await getOrderJson(ctx.db, id, principalOf(ctx), ctx.version);
   return jsonTextResponse(body, 200, { etag: orderTag(id, revision, ctx.version, ctx.contentType) });
 }
 
 /** The tag of the order of a GET, from its revision alone: an If-None-Match is answered without building the order. */
 async function currentTag(ctx: RequestContext): Promise<string> {
   const id = ctx.params.id as number;
-  return orderTag(id, await getOrderRevision(ctx.services.db, id, principalOf(ctx)), ctx.version, ctx.contentType);
+  return orderTag(id, await getOrderRevision(ctx.db, id, principalOf(ctx)), ctx.version, ctx.contentType);
 }
 
 function itemsOrThrow(items: readonly Item[] | undefined): void {
@@ -144,8 +153,7 @@ function itemsOrThrow(items: readonly Item[] | undefined): void {
 
 async function create(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
-  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
-  const body = validate(CreateOrderSchema, parseJson(ctx.body));
+  const body = readJsonBody(ctx, CreateOrderSchema);
   itemsOrThrow(body.items);
   let customerId: number;
   if (principal.role === 'admin') {
@@ -157,45 +165,45 @@ async function create(ctx: RequestContext): Promise<Response> {
     }
     customerId = principal.userId;
   }
-  const row = await createOrder(ctx.services.db, customerId, body.items, principal.role === 'admin', ctx.tx);
+  const row = await createOrder(ctx.db, customerId, body.items, principal.role === 'admin');
   return orderResponse(ctx, row, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
 /**
- * The `If-Match` precondition of a write (SPEC §9), checked by the store on
- * the locked row, so the check and the write are atomic: the tag is that of
- * the locked revision in the request's version and media type, as a GET
- * would send.
+ * The `If-Match` precondition of a write (contract §9), checked by the store
+ * on the locked row, so the check and the write are atomic: the tag is that
+ * of the locked revision in the request's version and media type, as a GET
+ * would send. A malformed `If-Match` is 400 at once.
  */
-function ifMatch(ctx: RequestContext): Precondition | undefined {
-  const list = parseTagList(ctx.request.headers.get('if-match'));
+function preconditionOf(ctx: RequestContext): Precondition | undefined {
+  const header = fieldOf(ctx.request, 'if-match');
+  const list = parseTagList(header);
   if (list === null) return undefined;
-  if (list === undefined) throw new HttpError(400, 'invalid-header', { detail: 'If-Match must be * or a list of entity tags such as "abc".' });
+  if (list === undefined) {
+    throw new HttpError(400, 'invalid-header', { detail: 'If-Match must be * or a list of entity tags such as "abc".' });
+  }
   return (locked) => {
     const current = orderTag(locked.id, locked.revision, ctx.version, ctx.contentType);
-    if (!matchHolds(list, current)) {
-      throw new HttpError(412, 'precondition-failed', { detail: `The order has changed: its current entity tag is not in If-Match.` });
+    if (!ifMatch(header, current)) {
+      throw new HttpError(412, 'precondition-failed', {
+        detail: `The order has changed: its current entity tag is not in If-Match.`,
+      });
     }
   };
 }
 
 async function change(ctx: RequestContext, changes: OrderChanges): Promise<Response> {
   itemsOrThrow(changes.items);
-  const row = await updateOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), changes, ifMatch(ctx));
+  const row = await updateOrder(ctx.db, ctx.params.id as number, principalOf(ctx), changes, preconditionOf(ctx));
   return orderResponse(ctx, row);
 }
 
 async function replace(ctx: RequestContext): Promise<Response> {
-  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
-  return change(ctx, validate(ReplaceOrderSchema, parseJson(ctx.body)));
+  return change(ctx, readJsonBody(ctx, ReplaceOrderSchema));
 }
 
 async function patch(ctx: RequestContext): Promise<Response> {
-  checkJsonContentType(ctx.request.headers.get('content-type'), { patch: true, version: ctx.version });
-  const document = parseJson(ctx.body);
-  const nulls = nullMembers(document);
-  if (nulls.length > 0) throw validationError(nulls);
-  const body = validate(PatchOrderSchema, document);
+  const body = readJsonBody(ctx, PatchOrderSchema, { patch: true, refuse: nullMembers });
   return change(ctx, {
     ...(body.customerId === undefined ? {} : { customerId: body.customerId }),
     ...(body.status === undefined ? {} : { status: body.status }),
@@ -204,32 +212,31 @@ async function patch(ctx: RequestContext): Promise<Response> {
 }
 
 async function remove(ctx: RequestContext): Promise<Response> {
-  await deleteOrder(ctx.services.db, ctx.params.id as number, principalOf(ctx), ifMatch(ctx));
+  await deleteOrder(ctx.db, ctx.params.id as number, principalOf(ctx), preconditionOf(ctx));
   return new Response(null, { status: 204 });
 }
-
-/** The JSON Schema of an id in a query string. */
-export const ID_SCHEMA = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
 const ORDER_QUERY = {
   status: { description: 'only orders with this status', schema: { type: 'string', enum: [...STATUSES] } },
   customerId: { description: "only this customer's orders", schema: ID_SCHEMA },
   minTotal: { description: 'only orders whose total is at least this (up to 10 digits and 2 decimals)', schema: { type: 'string', pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' } },
 };
-const ORDER = { v1: 'OrderV1', v2: 'OrderV2' } as const;
 const WRITE_PROBLEMS = [[409, 'invalid-transition'], [409, 'order-not-editable'], [412, 'precondition-failed'], [422, 'validation']] as const;
 
 export const orderRoutes: readonly RouteSpec[] = [
   {
     method: 'GET', pattern: '/orders', auth: 'orders:read', cache: 'private', handler: listAll,
-    doc: { summary: 'List orders', description: 'A customer sees only their own orders.', success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY },
+    doc: {
+      summary: 'List orders', description: 'A customer sees only their own orders.',
+      success: { status: 200, schema: ORDER_PAGE }, list: ORDER_LIST, query: ORDER_QUERY,
+    },
   },
   {
     method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create,
     doc: {
       summary: 'Create a pending order',
       description: 'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from the catalog.',
-      success: { status: 201, schema: ORDER }, body: 'CreateOrder', problems: [[422, 'validation']],
+      success: { status: 201, schema: ORDER }, body: CREATE_ORDER, problems: [[422, 'validation']],
     },
   },
   {
@@ -245,7 +252,7 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Replace the writable members of an order',
       description: 'customerId, status and items, all required. The status may change only as the order states allow (409 invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the write happens only if the order is unchanged (else 412).',
-      success: { status: 200, schema: ORDER }, body: 'ReplaceOrder', ifMatch: true, problems: WRITE_PROBLEMS,
+      success: { status: 200, schema: ORDER }, body: REPLACE_ORDER, ifMatch: true, problems: WRITE_PROBLEMS,
     },
   },
   {
@@ -253,7 +260,7 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Change an order (JSON Merge Patch)',
       description: 'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). The same rules as a replacement apply; setting the status the order already has succeeds and changes nothing.',
-      success: { status: 200, schema: ORDER }, body: 'PatchOrder', ifMatch: true, problems: WRITE_PROBLEMS,
+      success: { status: 200, schema: ORDER }, body: PATCH_ORDER, ifMatch: true, problems: WRITE_PROBLEMS,
     },
   },
   {
@@ -269,7 +276,7 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: "List one user's orders",
       description: 'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only their own.',
-      success: { status: 200, schema: { v1: 'OrderPageV1', v2: 'OrderPageV2' } }, list: ORDER_LIST, query: ORDER_QUERY,
+      success: { status: 200, schema: ORDER_PAGE }, list: ORDER_LIST, query: ORDER_QUERY,
     },
   },
 ];

@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import { jsonPointer } from '../http/json-body.ts';
 import type { ProblemError } from '../http/problem.ts';
+import { idOf, named } from '../openapi/atoms.ts';
 
 export const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
 export type Status = (typeof STATUSES)[number];
@@ -14,15 +15,8 @@ export type Status = (typeof STATUSES)[number];
 export const MAX_ITEMS = 100;
 export const MAX_QTY = 1000;
 
-const id = (what: string) =>
-  v.pipe(
-    v.number(`must be a ${what} id (a positive integer)`),
-    v.safeInteger(`must be a ${what} id (a positive integer)`),
-    v.minValue(1, `must be a ${what} id (a positive integer)`),
-  );
-
 export const ItemSchema = v.strictObject({
-  productId: id('product'),
+  productId: idOf('product'),
   qty: v.pipe(
     v.number(`must be an integer from 1 to ${MAX_QTY}`),
     v.integer(`must be an integer from 1 to ${MAX_QTY}`),
@@ -41,14 +35,14 @@ const Status = v.picklist(STATUSES, `must be one of ${STATUSES.join(', ')}`);
 
 /** `POST /orders`. */
 export const CreateOrderSchema = v.strictObject({
-  customerId: v.optional(id('user')),
+  customerId: v.optional(idOf('user')),
   items: Items,
 });
 export type CreateOrder = v.InferOutput<typeof CreateOrderSchema>;
 
 /** `PUT /orders/{id}`: every writable member, all required. */
 export const ReplaceOrderSchema = v.strictObject({
-  customerId: id('user'),
+  customerId: idOf('user'),
   status: Status,
   items: Items,
 });
@@ -59,11 +53,16 @@ export type ReplaceOrder = v.InferOutput<typeof ReplaceOrderSchema>;
  * `null` would delete it, and no member of an order can be deleted: 422.
  */
 export const PatchOrderSchema = v.strictObject({
-  customerId: v.optional(id('user')),
+  customerId: v.optional(idOf('user')),
   status: v.optional(Status),
   items: v.optional(Items),
 });
 export type PatchOrder = v.InferOutput<typeof PatchOrderSchema>;
+
+/** The request bodies as the OpenAPI document names them. */
+export const CREATE_ORDER = named('CreateOrder', CreateOrderSchema);
+export const REPLACE_ORDER = named('ReplaceOrder', ReplaceOrderSchema);
+export const PATCH_ORDER = named('PatchOrder', PatchOrderSchema);
 
 /** The members a merge patch sets to null, as errors (RFC 7396 would delete them). */
 export function nullMembers(patch: unknown): ProblemError[] {

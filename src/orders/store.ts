@@ -6,38 +6,18 @@
  * `sql/queries/orders.sql`.
  */
 import type { Principal } from '../auth/authenticator.ts';
-import { inTransaction, type Database, type Queryable } from '../db/database.ts';
+import type { Db } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
-import { invalidQuery } from '../http/collection.ts';
-import type { Condition } from '../http/list-query.ts';
+import { ownerLimit } from '../auth/ownership.ts';
 import { HttpError, type ProblemError } from '../http/problem.ts';
+import type { Version } from '../http/negotiation.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
-import { recordEvent } from '../events/log.ts';
+import { recordEvent } from '../events/outbox.ts';
 import type { Item, Status } from './schema.ts';
 import { checkTransition } from './transitions.ts';
 
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';
-
-/** The customer a principal is limited to, or `null` for an admin (SPEC §6). */
-export function ownerLimit(principal: Principal): number | null {
-  return principal.role === 'admin' ? null : principal.userId;
-}
-
-/**
- * The conditions of a collection of things that belong to orders (items,
- * payments), SPEC §4 and §6: `orderId` is required from a customer, and a
- * customer sees only their own orders' things. `orderColumn` is the fixed
- * SQL column of the order id (`i.order_id`, `p.order_id`); the order is `o`.
- */
-export function orderScopedConditions(principal: Principal, orderId: number | undefined, orderColumn: string): Condition[] {
-  const owner = ownerLimit(principal);
-  if (owner !== null && orderId === undefined) throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
-  const conditions: Condition[] = [];
-  if (owner !== null) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: owner });
-  if (orderId !== undefined) conditions.push({ sql: (p) => `${orderColumn} = ${p}`, value: orderId });
-  return conditions;
-}
 
 export function notFound(id: number): HttpError {
   return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
@@ -49,21 +29,23 @@ export interface StoredOrder extends OrderRow {
   revision: number;
 }
 
-export async function getOrder(db: Database, id: number, principal: Principal, on?: Queryable): Promise<StoredOrder> {
-  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)], on);
+export async function getOrder(db: Db, id: number, principal: Principal): Promise<StoredOrder> {
+  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row;
 }
 
 /** Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404 like `getOrder`. */
-export async function getOrderJson(db: Database, id: number, principal: Principal, version: 1 | 2): Promise<{ revision: number; body: string }> {
+export async function getOrderJson(
+  db: Db, id: number, principal: Principal, version: Version,
+): Promise<{ revision: number; body: string }> {
   const row = await db.one<{ revision: number; body: string }>('GetOrderJson', [id, ownerLimit(principal), version]);
   if (row === undefined) throw notFound(id);
   return row;
 }
 
 /** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
-export async function getOrderRevision(db: Database, id: number, principal: Principal): Promise<number> {
+export async function getOrderRevision(db: Db, id: number, principal: Principal): Promise<number> {
   const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row.revision;
@@ -101,9 +83,9 @@ function currencyOfItems(items: readonly Item[], currencies: readonly (string | 
  * Checks that every item names a known product and that all share one
  * currency; returns that currency, or throws 422 with a pointer per item.
  */
-async function currencyOf(db: Database, items: readonly Item[], on: Queryable): Promise<string> {
+async function currencyOf(db: Db, items: readonly Item[]): Promise<string> {
   const products = new Map(
-    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))], on)).map((p) => [p.id, p.currency]),
+    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [p.id, p.currency]),
   );
   return currencyOfItems(items, items.map((item) => products.get(item.productId) ?? null));
 }
@@ -114,8 +96,8 @@ function unknownUser(userId: number): HttpError {
 
 const totalTooLarge = (): HttpError => validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
 
-async function requireUser(db: Database, userId: number, on: Queryable): Promise<void> {
-  if ((await db.one('GetUser', [userId], on)) === undefined) {
+async function requireUser(db: Db, userId: number): Promise<void> {
+  if ((await db.one('GetUser', [userId])) === undefined) {
     throw unknownUser(userId);
   }
 }
@@ -150,19 +132,18 @@ interface CreateResult {
  * the total. The second reads the order back after its triggers and writes
  * the event from it.
  */
-export async function createOrder(db: Database, customerId: number, items: readonly Item[], checkCustomer: boolean, on?: Queryable): Promise<StoredOrder> {
-  return inTransaction(db, on, async (tx) => {
+export async function createOrder(db: Db, customerId: number, items: readonly Item[], checkCustomer: boolean): Promise<StoredOrder> {
+  return db.begin(async (db) => {
     const created = (await db.one<CreateResult>(
       'CreateOrder',
       [customerId, checkCustomer, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))],
-      tx,
     )) as CreateResult;
     if (created.id === null) {
       if (!created.customer_known) throw unknownUser(customerId);
       currencyOfItems(items, created.currencies);
       throw totalTooLarge();
     }
-    return (await db.one<StoredOrder>('RecordOrderCreated', [created.id], tx)) as StoredOrder;
+    return (await db.one<StoredOrder>('RecordOrderCreated', [created.id])) as StoredOrder;
   });
 }
 
@@ -199,18 +180,18 @@ function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean
  * the §3 transition, and editability are checked on the locked row. Setting
  * what the order already has changes nothing, not even `updatedAt`.
  */
-export async function updateOrder(db: Database, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<StoredOrder> {
-  return inTransaction(db, undefined, async (tx) => {
-    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
+export async function updateOrder(db: Db, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<StoredOrder> {
+  return db.begin(async (db) => {
+    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
     precondition?.(locked);
-    const current = (await db.one<StoredOrder>('GetOrder', [id, null], tx)) as StoredOrder;
+    const current = (await db.one<StoredOrder>('GetOrder', [id, null])) as StoredOrder;
 
     const customerId = changes.customerId ?? locked.customer_id;
     const customerChanged = customerId !== locked.customer_id;
     if (customerChanged) {
       if (principal.role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may change the customer of an order.' });
-      await requireUser(db, customerId, tx);
+      await requireUser(db, customerId);
     }
 
     const status = changes.status ?? locked.status;
@@ -228,30 +209,30 @@ export async function updateOrder(db: Database, id: number, principal: Principal
     let currency = locked.currency;
     if (itemsChanged) {
       const items = changes.items as readonly Item[];
-      currency = await currencyOf(db, items, tx);
-      await db.one('ReplaceOrderItems', [id, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))], tx);
+      currency = await currencyOf(db, items);
+      await db.one('ReplaceOrderItems', [id, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))]);
     }
-    await guardTotal(() => db.exec('UpdateOrder', [id, customerId, status, currency, itemsChanged], tx));
+    await guardTotal(() => db.exec('UpdateOrder', [id, customerId, status, currency, itemsChanged]));
     // The triggers of 0008 have moved the revision: the response's tag is the new state's.
-    const row = (await db.one<StoredOrder>('GetOrder', [id, null], tx)) as StoredOrder;
+    const row = (await db.one<StoredOrder>('GetOrder', [id, null])) as StoredOrder;
     const representation = orderRepresentation(row, 2);
-    if (customerChanged || itemsChanged) await recordEvent(db, tx, 'order.updated', row.customer_id, representation);
-    if (status !== locked.status) await recordEvent(db, tx, 'order.status_changed', row.customer_id, { from: locked.status, to: status, order: representation });
+    if (customerChanged || itemsChanged) await recordEvent(db, 'order.updated', row.customer_id, representation);
+    if (status !== locked.status) await recordEvent(db, 'order.status_changed', row.customer_id, { from: locked.status, to: status, order: representation });
     return row;
   });
 }
 
 /** Deletes order `id` (and its items), as `principal`. */
-export async function deleteOrder(db: Database, id: number, principal: Principal, precondition?: Precondition): Promise<void> {
-  await inTransaction(db, undefined, async (tx) => {
-    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)], tx);
+export async function deleteOrder(db: Db, id: number, principal: Principal, precondition?: Precondition): Promise<void> {
+  await db.begin(async (db) => {
+    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
     precondition?.(locked);
-    const current = (await db.one<OrderRow>('GetOrder', [id, null], tx)) as OrderRow;
-    if ((await db.one<{ has: boolean }>('OrderHasPayments', [id], tx))?.has) {
+    const current = (await db.one<OrderRow>('GetOrder', [id, null])) as OrderRow;
+    if ((await db.one<{ has: boolean }>('OrderHasPayments', [id]))?.has) {
       throw new HttpError(409, 'order-has-payments', { detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.` });
     }
-    await recordEvent(db, tx, 'order.deleted', current.customer_id, orderRepresentation(current, 2));
-    await db.exec('DeleteOrder', [id], tx);
+    await recordEvent(db, 'order.deleted', current.customer_id, orderRepresentation(current, 2));
+    await db.exec('DeleteOrder', [id]);
   });
 }

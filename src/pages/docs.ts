@@ -7,7 +7,7 @@
  * Content-Security-Policy that allows only this origin, with no inline
  * script (the start-up script is a file of its own, `/docs/init.js`).
  */
-import type { RouteSpec } from '../app.ts';
+import type { RouteSpec } from '../pipeline/context.ts';
 import { HttpError } from '../http/problem.ts';
 import { HTML_TYPE, PAGE_CACHE, staticBody, staticResponse, type StaticBody } from './static.ts';
 import { readSwaggerUiFile, SWAGGER_UI_FILES } from './swagger-ui-files.ts';

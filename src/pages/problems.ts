@@ -7,7 +7,7 @@
  * representations are rendered once, at start-up.
  */
 import { createHash } from 'node:crypto';
-import type { RouteSpec } from '../app.ts';
+import type { RouteSpec } from '../pipeline/context.ts';
 import { JSON_TYPE } from '../http/negotiation.ts';
 import { fieldOf } from '../http/node-adapter.ts';
 import { HttpError, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';

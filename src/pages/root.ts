@@ -9,7 +9,7 @@
  * service), the media type it answers in and a title. The same for every
  * caller and every request: public, and cacheable like the catalog.
  */
-import type { RouteSpec } from '../app.ts';
+import type { RouteSpec } from '../pipeline/context.ts';
 import { JSON_TYPE } from '../http/negotiation.ts';
 import { PAGE_CACHE, staticBody, staticResponse } from './static.ts';
 

@@ -1,5 +1,5 @@
 /** The routes outside the API proper (SPEC §16): the index, the API reference and the problem pages. */
-import type { RouteSpec } from '../app.ts';
+import type { RouteSpec } from '../pipeline/context.ts';
 import { docsRoutes } from './docs.ts';
 import { problemRoute } from './problems.ts';
 import { rootRoute } from './root.ts';

@@ -5,17 +5,19 @@
  * decimals in SQL, never as floats.
  */
 import * as v from 'valibot';
-import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
-import { inTransaction, type Queryable } from '../db/database.ts';
-import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
-import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
+import { collectionHandler } from '../pipeline/collection.ts';
+import { orderBy, where } from '../db/page.ts';
+import { validationError } from '../http/json-body.ts';
+import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, where, type ListSpec } from '../http/list-query.ts';
+import { positiveId, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import { ID_SCHEMA, positiveId } from '../orders/orders.ts';
-import { orderScopedConditions, ownerLimit } from '../orders/store.ts';
+import type { Version } from '../http/negotiation.ts';
+import { Currency, ID_SCHEMA, Id, idOf, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
+import { orderScopedConditions, ownerLimit } from '../auth/ownership.ts';
 import { orderRepresentation, type OrderRow } from '../orders/representation.ts';
-import { recordEvent } from '../events/log.ts';
+import { recordEvent } from '../events/outbox.ts';
 
 export interface PaymentRow {
   id: number;
@@ -26,15 +28,25 @@ export interface PaymentRow {
   created_at: Date;
 }
 
-/** The payment as `version` represents it (SPEC §2). */
-export function paymentRepresentation(row: PaymentRow, version: 1 | 2) {
+/** The payment as `version` represents it (contract §2). */
+export function paymentRepresentation(row: PaymentRow, version: Version) {
   const common = { id: row.id, orderId: row.order_id };
+  const { status, created_at: createdAt } = row;
   return version === 1
-    ? { ...common, amount: Number(row.amount), currency: row.currency, status: row.status, createdAt: row.created_at }
-    : { ...common, amount: { amount: row.amount, currency: row.currency }, status: row.status, createdAt: row.created_at };
+    ? { ...common, amount: money(row.amount, row.currency, version), currency: row.currency, status, createdAt }
+    : { ...common, amount: money(row.amount, row.currency, version), status, createdAt };
 }
 
-const orderId = v.pipe(v.number('must be an order id (a positive integer)'), v.safeInteger('must be an order id (a positive integer)'), v.minValue(1, 'must be an order id (a positive integer)'));
+const PaymentV1 = named('PaymentV1', v.strictObject({
+  id: Id, orderId: Id, amount: MoneyNumber, currency: Currency, status: v.literal('succeeded'), createdAt: Timestamp,
+}));
+const PaymentV2 = named('PaymentV2', v.strictObject({
+  id: Id, orderId: Id, amount: Money, status: v.literal('succeeded'), createdAt: Timestamp,
+}));
+const PAYMENT = { v1: PaymentV1, v2: PaymentV2 };
+const PAYMENT_PAGE = { v1: page('PaymentPageV1', PaymentV1), v2: page('PaymentPageV2', PaymentV2) };
+
+const orderId = idOf('order');
 const currency = v.pipe(v.string('must be an ISO 4217 code such as EUR'), v.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR'));
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
 
@@ -52,6 +64,8 @@ export const PaymentV2Schema = v.strictObject({
     currency,
   }),
 });
+/** The request bodies as the OpenAPI document names them. */
+const NEW_PAYMENT = { v1: named('NewPaymentV1', PaymentV1Schema), v2: named('NewPaymentV2', PaymentV2Schema) };
 
 interface PaymentInput {
   orderId: number;
@@ -63,23 +77,21 @@ interface PaymentInput {
 }
 
 function input(ctx: RequestContext): PaymentInput {
-  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
-  const document = parseJson(ctx.body);
   if (ctx.version === 1) {
-    const body = validate(PaymentV1Schema, document);
+    const body = readJsonBody(ctx, PaymentV1Schema);
     // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be "0.30000000000000004" and never equal a total.
     return { orderId: body.orderId, amount: String(body.amount), currency: body.currency, pointers: { amount: '/amount', currency: '/currency' } };
   }
-  const body = validate(PaymentV2Schema, document);
+  const body = readJsonBody(ctx, PaymentV2Schema);
   return { orderId: body.orderId, amount: body.amount.amount, currency: body.amount.currency, pointers: { amount: '/amount/amount', currency: '/amount/currency' } };
 }
 
 async function create(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
   const payment = input(ctx);
-  const { db } = ctx.services;
-  const row = await inTransaction(db, ctx.tx, async (tx: Queryable) => {
-    const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [payment.orderId, ownerLimit(principal)], tx);
+  const { db } = ctx;
+  const row = await db.begin(async (db) => {
+    const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [payment.orderId, ownerLimit(principal)]);
     // Another customer's order is as missing as an unknown one (SPEC §6).
     if (order === undefined) throw validationError([{ pointer: '/orderId', detail: `there is no order ${payment.orderId}` }]);
     if (order.status !== 'pending') {
@@ -87,15 +99,15 @@ async function create(ctx: RequestContext): Promise<Response> {
     }
     const errors = [];
     if (payment.currency !== order.currency) errors.push({ pointer: payment.pointers.currency, detail: `must be the order's currency, ${order.currency}` });
-    const equal = await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total], tx);
+    const equal = await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]);
     if (!equal?.equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
     if (errors.length > 0) throw validationError(errors);
-    const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency], tx)) as PaymentRow;
+    const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
     await ctx.services.hooks?.afterPaymentInsert?.();
-    await db.exec('MarkOrderPaid', [order.id], tx);
-    const paid = (await db.one<OrderRow>('GetOrder', [order.id, null], tx)) as OrderRow;
-    await recordEvent(db, tx, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));
-    await recordEvent(db, tx, 'order.status_changed', paid.customer_id, { from: 'pending', to: 'paid', order: orderRepresentation(paid, 2) });
+    await db.exec('MarkOrderPaid', [order.id]);
+    const paid = (await db.one<OrderRow>('GetOrder', [order.id, null])) as OrderRow;
+    await recordEvent(db, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));
+    await recordEvent(db, 'order.status_changed', paid.customer_id, { from: 'pending', to: 'paid', order: orderRepresentation(paid, 2) });
     return inserted;
   });
   return jsonResponse(paymentRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
@@ -103,7 +115,7 @@ async function create(ctx: RequestContext): Promise<Response> {
 
 async function getOne(ctx: RequestContext): Promise<Response> {
   const id = ctx.params.id as number;
-  const row = await ctx.services.db.one<PaymentRow>('GetPayment', [id, ownerLimit(principalOf(ctx))]);
+  const row = await ctx.db.one<PaymentRow>('GetPayment', [id, ownerLimit(principalOf(ctx))]);
   if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no payment ${id}.` });
   return jsonResponse(paymentRepresentation(row, ctx.version));
 }
@@ -112,12 +124,14 @@ type PaymentSortKey = 'id' | 'createdAt';
 const LIST: ListSpec<PaymentSortKey, { orderId: number }> = { sortKeys: ['id', 'createdAt'], filters: { orderId: positiveId } };
 const SORT_COLUMNS: Record<PaymentSortKey, string> = { id: 'p.id', createdAt: 'p.created_at' };
 
-async function list(ctx: RequestContext): Promise<Response> {
-  const query = listQueryOf(ctx.url, LIST);
-  const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'p.order_id'));
-  const { rows, total } = await fetchPage<PaymentRow>(ctx.services.db, 'ListPayments', 'CountPayments', { where: filter.sql, orderBy: orderBy(query.sort, SORT_COLUMNS) }, filter.params, query);
-  return collectionResponse(ctx.url, rows.map((row) => paymentRepresentation(row, ctx.version)), total, query);
-}
+const list = collectionHandler({
+  list: LIST,
+  sql: (ctx, query) => {
+    const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'p.order_id'));
+    return { list: 'ListPayments', count: 'CountPayments', where: filter.sql, params: filter.params, orderBy: orderBy(query.sort, SORT_COLUMNS) };
+  },
+  represent: paymentRepresentation,
+});
 
 export const paymentRoutes: readonly RouteSpec[] = [
   {
@@ -125,8 +139,8 @@ export const paymentRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Pay a pending order',
       description: 'The amount must equal the order total and the currency match. The payment and the order\'s move to paid commit together.',
-      success: { status: 201, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } },
-      body: { v1: 'NewPaymentV1', v2: 'NewPaymentV2' },
+      success: { status: 201, schema: PAYMENT },
+      body: NEW_PAYMENT,
       problems: [[409, 'order-not-payable'], [422, 'validation']],
     },
   },
@@ -134,7 +148,7 @@ export const paymentRoutes: readonly RouteSpec[] = [
     method: 'GET', pattern: '/payments', auth: 'payments:read', handler: list,
     doc: {
       summary: 'List payments', description: 'A customer must give orderId.',
-      success: { status: 200, schema: { v1: 'PaymentPageV1', v2: 'PaymentPageV2' } },
+      success: { status: 200, schema: PAYMENT_PAGE },
       list: LIST, query: { orderId: { description: 'only the payments of this order (required for customers)', schema: ID_SCHEMA } },
     },
   },
@@ -143,7 +157,7 @@ export const paymentRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a payment',
       description: 'A customer reads only the payments of their own orders: another customer\'s payment answers 404, as a missing one.',
-      success: { status: 200, schema: { v1: 'PaymentV1', v2: 'PaymentV2' } },
+      success: { status: 200, schema: PAYMENT },
     },
   },
 ];

@@ -1,9 +1,9 @@
 /** Creating users, shared by `POST /users` and the command-line tool. */
 import * as v from 'valibot';
-import { inTransaction, type Database, type Queryable } from '../db/database.ts';
-import { recordEvent } from '../events/log.ts';
+import type { Db } from '../db/database.ts';
+import { recordEvent } from '../events/outbox.ts';
 import { UNIQUE_VIOLATION } from '../db/errors.ts';
-import { userRepresentation, type UserRow } from './users.ts';
+import { userRepresentation, type UserRow } from './representation.ts';
 
 /** The body of a new user; unknown members are refused (SPEC §4: no mass assignment). */
 export const NewUserSchema = v.strictObject({
@@ -18,11 +18,11 @@ export class UserExistsError extends Error {
 }
 
 /** Inserts `user`; throws `UserExistsError` when the e-mail address is taken (whatever its case). */
-export async function createUser(db: Database, user: NewUser, on?: Queryable): Promise<UserRow> {
+export async function createUser(db: Db, user: NewUser): Promise<UserRow> {
   try {
-    return await inTransaction(db, on, async (tx) => {
-      const row = (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role], tx)) as UserRow;
-      await recordEvent(db, tx, 'user.created', row.role === 'customer' ? row.id : null, userRepresentation(row));
+    return await db.begin(async (db) => {
+      const row = (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role])) as UserRow;
+      await recordEvent(db, 'user.created', row.role === 'customer' ? row.id : null, userRepresentation(row));
       return row;
     });
   } catch (error) {

@@ -4,13 +4,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
-import { principalOf, type RequestContext, type RouteSpec } from '../app.ts';
-import { collectionResponse, fetchPage, listQueryOf } from '../http/collection.ts';
-import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
+import { collectionHandler } from '../pipeline/collection.ts';
+import { orderBy, where } from '../db/page.ts';
+import { validationError } from '../http/json-body.ts';
+import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
-import { orderBy, where, type ListSpec } from '../http/list-query.ts';
+import type { ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import { EVENT_TYPES } from '../events/log.ts';
+import { EVENT_TYPES } from '../events/outbox.ts';
+import { Id, named, page, Timestamp } from '../openapi/atoms.ts';
 import { checkTarget } from './targets.ts';
 
 export const NewWebhookEndpointSchema = v.strictObject({
@@ -29,35 +32,48 @@ interface DeliveryRow {
 
 const endpointRepresentation = (row: EndpointRow) => ({ id: row.id, url: row.url, events: row.events, createdAt: row.created_at });
 
+const WEBHOOK_ENDPOINT = named('WebhookEndpoint', v.strictObject({
+  id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp,
+}));
+/** The endpoint with its signing secret: the answer to its creation only. */
+const WEBHOOK_ENDPOINT_WITH_SECRET = named('WebhookEndpointWithSecret', v.strictObject({
+  id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp,
+  secret: v.pipe(
+    v.string(),
+    v.regex(/^whsec_[A-Za-z0-9+/]+=*$/),
+    v.description('shown once: keep it to verify signatures'),
+  ),
+}));
+const NEW_WEBHOOK_ENDPOINT = named('NewWebhookEndpoint', NewWebhookEndpointSchema);
+
 function adminOnly(ctx: RequestContext): void {
   if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may manage webhook endpoints.' });
 }
 
 async function create(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
-  checkJsonContentType(ctx.request.headers.get('content-type'), { version: ctx.version });
-  const body = validate(NewWebhookEndpointSchema, parseJson(ctx.body));
+  const body = readJsonBody(ctx, NewWebhookEndpointSchema);
   const target = await checkTarget(body.url, ctx.services.config.webhookAllowPrivate);
   if (!target.ok) throw validationError([{ pointer: '/url', detail: target.problem }]);
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   // Stored in normal form (scheme and host lower-case, no stray white space).
-  const row = (await ctx.services.db.one<EndpointRow>('InsertWebhookEndpoint', [target.href, [...new Set(body.events)], secret], ctx.tx)) as EndpointRow;
+  const row = (await ctx.db.one<EndpointRow>('InsertWebhookEndpoint', [target.href, [...new Set(body.events)], secret])) as EndpointRow;
   // The only time the secret leaves the server.
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
 const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
 
-async function list(ctx: RequestContext): Promise<Response> {
-  adminOnly(ctx);
-  const query = listQueryOf(ctx.url, LIST);
-  const { rows, total } = await fetchPage<EndpointRow>(ctx.services.db, 'ListWebhookEndpoints', 'CountWebhookEndpoints', { orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }) }, [], query);
-  return collectionResponse(ctx.url, rows.map(endpointRepresentation), total, query);
-}
+const list = collectionHandler({
+  list: LIST,
+  before: adminOnly,
+  sql: (_ctx, query) => ({ list: 'ListWebhookEndpoints', count: 'CountWebhookEndpoints', orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }) }),
+  represent: (row: EndpointRow) => endpointRepresentation(row),
+});
 
 async function endpointOr404(ctx: RequestContext): Promise<EndpointRow> {
   adminOnly(ctx);
-  const row = await ctx.services.db.one<EndpointRow>('GetWebhookEndpoint', [ctx.params.id as number]);
+  const row = await ctx.db.one<EndpointRow>('GetWebhookEndpoint', [ctx.params.id as number]);
   if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return row;
 }
@@ -68,25 +84,42 @@ async function getOne(ctx: RequestContext): Promise<Response> {
 
 async function remove(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
-  const deleted = await ctx.services.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
+  const deleted = await ctx.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
   if (deleted === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return new Response(null, { status: 204 });
 }
 
 const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
 
-async function deliveries(ctx: RequestContext): Promise<Response> {
-  const endpoint = await endpointOr404(ctx);
-  const query = listQueryOf(ctx.url, DELIVERY_LIST);
-  const filter = where([{ sql: (p) => `d.endpoint_id = ${p}`, value: endpoint.id }]);
-  const { rows, total } = await fetchPage<DeliveryRow>(ctx.services.db, 'ListDeliveries', 'CountDeliveries', { where: filter.sql, orderBy: orderBy(query.sort, { id: 'd.id', createdAt: 'd.created_at' }) }, filter.params, query);
-  const data = rows.map((row) => ({
+/** A delivery as `GET /webhook-endpoints/{id}/deliveries` shows it. */
+function deliveryRepresentation(row: DeliveryRow) {
+  return {
     id: row.id, eventId: row.event_id, eventType: row.event_type, status: row.status, attempts: row.attempts,
     nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null, createdAt: row.created_at,
     attemptLog: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at) })),
-  }));
-  return collectionResponse(ctx.url, data, total, query);
+  };
 }
+
+const DELIVERY = named('Delivery', v.strictObject({
+  id: Id, eventId: Id, eventType: v.picklist(EVENT_TYPES), status: v.picklist(['pending', 'delivered', 'failed']),
+  attempts: v.pipe(v.number(), v.integer(), v.minValue(0)), nextAttemptAt: v.nullable(Timestamp), createdAt: Timestamp,
+  attemptLog: v.array(v.strictObject({
+    at: Timestamp, status: v.nullable(v.number()), error: v.nullable(v.string()), durationMs: v.number(),
+  })),
+}));
+
+const deliveries = collectionHandler({
+  list: DELIVERY_LIST,
+  before: endpointOr404,
+  sql: (_ctx, query, endpoint) => {
+    const filter = where([{ sql: (p) => `d.endpoint_id = ${p}`, value: endpoint.id }]);
+    return {
+      list: 'ListDeliveries', count: 'CountDeliveries', where: filter.sql, params: filter.params,
+      orderBy: orderBy(query.sort, { id: 'd.id', createdAt: 'd.created_at' }),
+    };
+  },
+  represent: deliveryRepresentation,
+});
 
 export const webhookRoutes: readonly RouteSpec[] = [
   {
@@ -94,7 +127,8 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Create a webhook endpoint (admin); the signing secret is shown once',
       description: 'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
-      success: { status: 201, schema: 'WebhookEndpointWithSecret' }, body: 'NewWebhookEndpoint', problems: [[422, 'validation']],
+      success: { status: 201, schema: WEBHOOK_ENDPOINT_WITH_SECRET }, body: NEW_WEBHOOK_ENDPOINT,
+      problems: [[422, 'validation']],
     },
   },
   {
@@ -102,7 +136,7 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'List webhook endpoints (admin)',
       description: 'Every webhook endpoint, a page at a time; the signing secrets are never shown again.',
-      success: { status: 200, schema: 'WebhookEndpointPage' }, list: LIST,
+      success: { status: 200, schema: page('WebhookEndpointPage', WEBHOOK_ENDPOINT) }, list: LIST,
     },
   },
   {
@@ -110,7 +144,7 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a webhook endpoint (admin)',
       description: 'One webhook endpoint, without its signing secret.',
-      success: { status: 200, schema: 'WebhookEndpoint' },
+      success: { status: 200, schema: WEBHOOK_ENDPOINT },
     },
   },
   {
@@ -126,7 +160,7 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: "An endpoint's deliveries, with every attempt and its outcome (admin)",
       description: 'Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts made and when the next is due, and each attempt\'s HTTP status or error and duration.',
-      success: { status: 200, schema: 'DeliveryPage' }, list: DELIVERY_LIST,
+      success: { status: 200, schema: page('DeliveryPage', DELIVERY) }, list: DELIVERY_LIST,
     },
   },
 ];

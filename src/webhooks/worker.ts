@@ -15,8 +15,8 @@
 import { createHmac } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Database } from '../db/database.ts';
-import { eventRepresentation, type EventRow } from '../events/log.ts';
-import type { Logger } from '../log.ts';
+import { eventRepresentation, type EventRow } from '../events/outbox.ts';
+import type { Logger } from '../base/logger.ts';
 import { postJson } from './transport.ts';
 
 export interface WorkerOptions {

@@ -5,10 +5,10 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
-import type { RouteSpec } from '../../src/app.ts';
+import type { RouteSpec } from '../../src/pipeline/context.ts';
 import { createRouter } from '../../src/http/router.ts';
 import { buildOpenApi, openApiPath } from '../../src/openapi/document.ts';
-import { routes } from '../../src/routes.ts';
+import { routes } from '../../src/service/routes.ts';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -5,13 +5,13 @@
  */
 import { createToken } from '../../src/auth/token-store.ts';
 import { SCOPES, type Scope } from '../../src/auth/tokens.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
-import type { LogLevel } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
-import { startServer, type RunningServer, type StartOptions } from '../../src/server.ts';
-import type { TestHooks } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import type { LogLevel } from '../../src/base/logger.ts';
+import { createLogger } from '../../src/base/logger.ts';
+import { startServer, type RunningServer, type StartOptions } from '../../src/service/server.ts';
+import type { TestHooks } from '../../src/pipeline/context.ts';
 import { createUser } from '../../src/users/user-store.ts';
-import { seed } from '../../src/db/seed.ts';
+import { seed } from '../../src/service/seed.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { createContract } from './contract.ts';
 import { AssertionError } from 'node:assert';

@@ -1,7 +1,14 @@
 /** `GET /openapi.json`: the document, built once when the routes are assembled. */
-import type { RouteSpec } from '../app.ts';
+import * as v from 'valibot';
+import type { RouteSpec } from '../pipeline/context.ts';
 import { jsonResponse } from '../http/json.ts';
-import { buildOpenApi } from './document.ts';
+import { named } from '../openapi/atoms.ts';
+import { buildOpenApi } from '../openapi/document.ts';
+
+const OPENAPI_DOCUMENT = named(
+  'OpenApiDocument',
+  v.pipe(v.record(v.string(), v.unknown()), v.description('this document')),
+);
 
 /** The route serving the document of `routes` and of itself. */
 export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
@@ -15,7 +22,7 @@ export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
     doc: {
       summary: 'This OpenAPI 3.1 document',
       description: 'Generated at start-up from the route table and the schemas that validate requests, so it never disagrees with the service. Public and cacheable.',
-      success: { status: 200, schema: 'OpenApiDocument' },
+      success: { status: 200, schema: OPENAPI_DOCUMENT },
     },
     handler: async () => jsonResponse(body),
   };

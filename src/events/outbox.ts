@@ -3,14 +3,16 @@
  * user writes an event in the transaction of the change, so a change that
  * rolls back leaves none and a committed one always has its event.
  */
-import type { Database, Queryable } from '../db/database.ts';
+import * as v from 'valibot';
+import type { Tx } from '../db/database.ts';
+import { Id, named, Timestamp } from '../openapi/atoms.ts';
 
 export const EVENT_TYPES = ['order.created', 'order.updated', 'order.status_changed', 'order.deleted', 'payment.succeeded', 'user.created'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Writes an event (and its pending webhook deliveries) with `tx`, the change's own transaction. */
-export async function recordEvent(db: Database, tx: Queryable, type: EventType, customerId: number | null, data: unknown): Promise<void> {
-  await db.one('InsertEvent', [type, customerId, JSON.stringify(data)], tx);
+export async function recordEvent(db: Tx, type: EventType, customerId: number | null, data: unknown): Promise<void> {
+  await db.one('InsertEvent', [type, customerId, JSON.stringify(data)]);
 }
 
 export interface EventRow {
@@ -24,3 +26,14 @@ export interface EventRow {
 export function eventRepresentation(row: EventRow) {
   return { id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
 }
+
+/** The schema of `eventRepresentation()`. */
+export const EVENT = named('Event', v.strictObject({
+  id: Id,
+  type: v.picklist(EVENT_TYPES),
+  createdAt: Timestamp,
+  data: v.pipe(
+    v.unknown(),
+    v.description('the resource\'s version 2 representation; for order.status_changed {"from", "to", "order"}'),
+  ),
+}));

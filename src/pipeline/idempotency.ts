@@ -12,12 +12,12 @@
  * in a savepoint of that transaction and its result is stored in it, so the
  * effect and the stored result commit together or not at all.
  */
-import type { Principal } from './auth/authenticator.ts';
-import type { Database, Queryable } from './db/database.ts';
-import { HttpError, problemResponse } from './http/problem.ts';
-import { isStored, STORED_HEADERS } from './http/idempotency-key.ts';
-import { bufferedResponse, contentOf, fieldsOf } from './http/response.ts';
-import { markFinished } from './http/semantics.ts';
+import type { Principal } from '../auth/authenticator.ts';
+import type { Db } from '../db/database.ts';
+import { HttpError, problemResponse } from '../http/problem.ts';
+import { isStored, STORED_HEADERS } from '../http/idempotency-key.ts';
+import { bufferedResponse, contentOf, fieldsOf } from '../http/response.ts';
+import { markFinished } from '../http/semantics.ts';
 
 export interface IdempotentRequest {
   readonly principal: Principal;
@@ -46,17 +46,17 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
  * are what is stored and replayed.
  */
 export async function runIdempotent(
-  db: Database,
+  db: Db,
   request: IdempotentRequest,
-  handler: (tx: Queryable) => Promise<Response>,
+  handler: (savepoint: Db) => Promise<Response>,
   finish: (response: Response) => Promise<Response>,
 ): Promise<Response> {
   const { principal, key } = request;
-  return db.sql.begin(async (tx) => {
+  return db.begin(async (tx) => {
     // One statement: the lock is tried, then the result read with a snapshot
     // taken after the try, so a first request that committed before the lock
     // came free is always seen (sql/migrations/0009_idempotency_claim.sql).
-    const claim = (await db.one<ClaimRow>('ClaimIdempotencyKey', [principal.userId, key], tx)) as ClaimRow;
+    const claim = (await tx.one<ClaimRow>('ClaimIdempotencyKey', [principal.userId, key])) as ClaimRow;
     const stored = claim.fingerprint === null ? undefined : claim;
     // Without the lock and without a result, the first request is still
     // running. With a result, whoever holds the lock is only another repeat
@@ -78,7 +78,7 @@ export async function runIdempotent(
     }
     let response: Response;
     try {
-      response = await tx.savepoint((sp) => handler(sp as unknown as Queryable));
+      response = await tx.savepoint(handler);
     } catch (error) {
       // A business-rule refusal (409, 422) is a result too; its partial effects are rolled back with the savepoint.
       if (!(error instanceof HttpError) || !isStored(error.status)) throw error;
@@ -94,7 +94,7 @@ export async function runIdempotent(
       const value = fieldsOf(response).get(name);
       if (value !== null) headers[name] = value;
     }
-    await db.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body], tx);
+    await tx.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body]);
     if (buffered !== undefined) return response;
     const rebuilt = bufferedResponse(body, { status: response.status, headers: response.headers });
     return response.status < 300 ? markFinished(rebuilt) : rebuilt;

@@ -1,11 +1,16 @@
 /** Liveness and readiness (SPEC §1): public, never behind a version prefix. */
-import type { RouteSpec } from './app.ts';
-import { jsonResponse } from './http/json.ts';
-import { unavailableError } from './http/problem.ts';
-import { withDeadline } from './db/errors.ts';
+import * as v from 'valibot';
+import type { RouteSpec } from '../pipeline/context.ts';
+import { jsonResponse } from '../http/json.ts';
+import { unavailableError } from '../http/problem.ts';
+import { withDeadline } from '../db/errors.ts';
+import { named } from '../openapi/atoms.ts';
 
 /** SPEC §1: `/readyz` answers within 2 s, whatever the database does. */
 export const READY_TIMEOUT_MS = 1_500;
+
+const HEALTH = named('Health', v.strictObject({ status: v.literal('ok') }));
+const READY = named('Ready', v.strictObject({ status: v.literal('ready') }));
 
 export const healthRoutes: readonly RouteSpec[] = [
   {
@@ -16,7 +21,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Liveness: 200 while the process runs',
       description: 'Answers without touching the database, so a slow or lost database never makes the process look dead. Public, never cached.',
-      success: { status: 200, schema: 'Health' },
+      success: { status: 200, schema: HEALTH },
     },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
   },
@@ -28,11 +33,11 @@ export const healthRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Readiness: 200 when the database answers, else 503',
       description: 'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it does not answer in time. Public, never cached.',
-      success: { status: 200, schema: 'Ready' },
+      success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {
       try {
-        await withDeadline(ctx.services.db.one('Ping'), READY_TIMEOUT_MS);
+        await withDeadline(ctx.db.one('Ping'), READY_TIMEOUT_MS);
       } catch {
         // Whatever the cause, the answer is "not ready"; the pipeline logs nothing for it.
         throw unavailableError();

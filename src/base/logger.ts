@@ -2,7 +2,7 @@
  * JSON lines on stdout (SPEC §13): one object per line with `time` and
  * `level` first. Callers pass plain fields; never a token or a body.
  */
-import type { LogLevel } from './config.ts';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 export type LogFields = Readonly<Record<string, unknown>>;
 

@@ -11,14 +11,14 @@
  * stalled database never hangs a scrape.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RequestContext, RouteSpec } from '../app.ts';
+import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
 import { parseAuthorization } from '../auth/tokens.ts';
-import type { Database } from '../db/database.ts';
+import type { Db } from '../db/database.ts';
 import { withDeadline } from '../db/errors.ts';
 import { fieldOf } from '../http/node-adapter.ts';
 import { HttpError } from '../http/problem.ts';
 import { bufferedResponse } from '../http/response.ts';
-import { EXPOSITION_CONTENT_TYPE, family, labels, sample } from './exposition.ts';
+import { EXPOSITION_CONTENT_TYPE, family, labels, sample } from '../metrics/exposition.ts';
 
 /** How long a scrape waits for the database's figures. */
 export const METRICS_DATABASE_TIMEOUT_MS = 1_000;
@@ -52,8 +52,8 @@ export const metricsRoute: RouteSpec = {
     if (metrics === undefined) throw new Error('GET /metrics needs the pipeline\'s metrics (createApp sets them)');
     authorize(ctx);
     // The pool as the service's own work uses it: read before the scrape's statement.
-    const pool = poolFamilies(ctx.services.db);
-    const figures = await databaseFigures(ctx.services.db);
+    const pool = poolFamilies(ctx.db);
+    const figures = await databaseFigures(ctx.db);
     const text = metrics.render() + pool + databaseFamilies(figures) + processFamilies();
     return bufferedResponse(Buffer.from(text, 'utf8'), { status: 200, headers: { 'content-type': EXPOSITION_CONTENT_TYPE, 'cache-control': 'no-store' } });
   },
@@ -77,7 +77,7 @@ function digest(text: string): Buffer {
 }
 
 /** The statement's figures, or `undefined` when the database did not give them in time. */
-async function databaseFigures(db: Database): Promise<Figures | undefined> {
+async function databaseFigures(db: Db): Promise<Figures | undefined> {
   try {
     return await withDeadline(db.one<Figures>('MetricsFigures'), METRICS_DATABASE_TIMEOUT_MS);
   } catch {
@@ -87,7 +87,7 @@ async function databaseFigures(db: Database): Promise<Figures | undefined> {
   }
 }
 
-function poolFamilies(db: Database): string {
+function poolFamilies(db: Db): string {
   const { pool } = db;
   return [
     family('orders_db_pool_max_connections', 'gauge', 'Connections the database pool may open (DB_POOL_MAX; 1 for the embedded database).', [sample('orders_db_pool_max_connections', '', pool.size)]),

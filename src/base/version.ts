@@ -6,6 +6,6 @@
  * @example
  * VERSION; // "0.1.0"
  */
-import pkg from '../package.json' with { type: 'json' };
+import pkg from '../../package.json' with { type: 'json' };
 
 export const VERSION: string = pkg.version;

@@ -3,15 +3,12 @@
  * An invalid value throws a ConfigError whose message is one line naming the
  * variable; `main.ts` prints it and exits.
  */
-import { parseOrigin, type CorsOrigins } from './http/cors.ts';
-import { parseProxyEntry, type ProxyRange } from './http/client-address.ts';
+import type { LogLevel } from '../base/logger.ts';
+import type { RateLimit } from '../http/rate-limit.ts';
+import { parseOrigin, type CorsOrigins } from '../http/cors.ts';
+import { parseProxyEntry, type ProxyRange } from '../http/client-address.ts';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-export interface RateLimit {
-  readonly limit: number;
-  readonly windowSeconds: number;
-}
 
 export interface Config {
   readonly port: number;

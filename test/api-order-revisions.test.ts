@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import type { Database, Param, Queryable } from '../src/db/database.ts';
+import type { Db, Param, Tx } from '../src/db/database.ts';
 import { REAL_SERVER_URL } from './support/database.ts';
 import { startService } from './support/process.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
@@ -68,19 +68,30 @@ function patch(id: number, body: string, who: Account = alice, headers: Record<s
   return t.fetch(`${path}/orders/${id}`, { method: 'PATCH', headers: { ...bearer(who.token), ...json, ...headers }, body });
 }
 
-/** The names of the order statements `run` makes the service execute (a pass-through record of `db.one`). */
+/**
+ * The names of the order statements `run` makes the service execute: a
+ * pass-through record of `one()` on the handles the service takes for its
+ * requests, and on the transactions begun on them.
+ */
 async function orderStatementsOf(run: () => Promise<unknown>): Promise<string[]> {
-  const db = t.server.db as { one: Database['one'] };
-  const original = db.one;
+  const db = t.server.db;
+  const original = db.handle;
   const names: string[] = [];
-  db.one = function record<T>(name: string, params?: readonly Param[], on?: Queryable): Promise<T | undefined> {
-    names.push(name);
-    return original.call(t.server.db, name, params, on) as Promise<T | undefined>;
-  };
+  const recording = <H extends Db>(handle: H): H => ({
+    ...handle,
+    one<T>(name: string, params?: readonly Param[]): Promise<T | undefined> {
+      names.push(name);
+      return handle.one<T>(name, params);
+    },
+    begin<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+      return handle.begin((tx) => work(recording(tx)));
+    },
+  });
+  db.handle = () => recording(original.call(db));
   try {
     await run();
   } finally {
-    db.one = original;
+    db.handle = original;
   }
   return names.filter((name) => name.includes('Order'));
 }

@@ -3,10 +3,10 @@
  * tokens printed once when the embedded database is first created.
  */
 import { join } from 'node:path';
-import { readSqlFile, SQL_DIR } from './sql-files.ts';
+import { readSqlFile, SQL_DIR } from '../db/sql-files.ts';
 import { createToken } from '../auth/token-store.ts';
 import { SCOPES } from '../auth/tokens.ts';
-import type { Database } from './database.ts';
+import type { Database } from '../db/database.ts';
 
 const SEED_DIR = join(SQL_DIR, 'seed');
 

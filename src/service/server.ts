@@ -4,16 +4,17 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp, BODY_TIMEOUT_MS, type TestHooks } from './app.ts';
-import { createAuthenticator } from './auth/authenticator.ts';
-import type { Config } from './config.ts';
-import { openDatabase, type Database } from './db/database.ts';
-import { migrate } from './db/migrate.ts';
-import { createDemoTokens, seed, type DemoTokens } from './db/seed.ts';
-import { createNodeServer, type NodeServer } from './http/node-adapter.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createApp, BODY_TIMEOUT_MS } from '../pipeline/pipeline.ts';
+import { type TestHooks } from '../pipeline/context.ts';
+import { createAuthenticator } from '../auth/authenticator.ts';
+import type { Config } from '../config/config.ts';
+import { openDatabase, type Database } from '../db/database.ts';
+import { migrate } from '../db/migrate.ts';
+import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
+import { createNodeServer, type NodeServer } from '../http/node-adapter.ts';
+import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
-import { DEFAULT_WORKER_OPTIONS, startDeliveryWorker, type DeliveryWorker, type WorkerOptions } from './webhooks/worker.ts';
+import { DEFAULT_WORKER_OPTIONS, startDeliveryWorker, type DeliveryWorker, type WorkerOptions } from '../webhooks/worker.ts';
 
 export interface StartOptions {
   readonly log?: Logger;

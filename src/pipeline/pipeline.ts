@@ -7,123 +7,25 @@
  * counts the request for `GET /metrics`.
  */
 import { randomUUID } from 'node:crypto';
-import { insufficientScope, type Authenticator, type Principal } from './auth/authenticator.ts';
-import type { Scope } from './auth/tokens.ts';
-import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
-import { isDatabaseUnavailable, withDeadline } from './db/errors.ts';
-import { ClientAbortError, readBody } from './http/body.ts';
-import { ACCEPT_PATCH } from './http/json-body.ts';
-import { fieldOf, type ClientInfo } from './http/node-adapter.ts';
-import { HttpError, internalError, problemResponse, unavailableError, type ProblemSlug } from './http/problem.ts';
-import type { ListSpec } from './http/list-query.ts';
-import type { SchemaName } from './openapi/schemas.ts';
-import { createRouter, type Method, type Params, type Route, type RouteMatch } from './http/router.ts';
-import { corsPolicy, isPreflight, PREFLIGHT_VARY, preflightFields, responseFields, varyWith } from './http/cors.ts';
-import { clientAddress, trustedProxies } from './http/client-address.ts';
-import { createHttpMetrics, type HttpMetrics } from './metrics/http-metrics.ts';
-import { errorFields, type Logger } from './log.ts';
-import { JSON_TYPE, negotiate, type Version } from './http/negotiation.ts';
-import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from './http/rate-limit.ts';
-import { bufferedResponse, fieldsOf } from './http/response.ts';
-import { finish, notModifiedEarly, versionPolicy, type CachePolicy } from './http/semantics.ts';
-import { fingerprint, parseIdempotencyKey } from './http/idempotency-key.ts';
+import { insufficientScope, type Principal } from '../auth/authenticator.ts';
+import { isDatabaseUnavailable, withDeadline } from '../db/errors.ts';
+import { ClientAbortError, readBody } from '../http/body.ts';
+import { ACCEPT_PATCH } from '../http/json-body.ts';
+import { fieldOf, type ClientInfo } from '../http/node-adapter.ts';
+import { HttpError, internalError, problemResponse, unavailableError } from '../http/problem.ts';
+import { createRouter, type Route, type RouteMatch } from '../http/router.ts';
+import { corsPolicy, isPreflight, PREFLIGHT_VARY, preflightFields, responseFields, varyWith } from '../http/cors.ts';
+import { clientAddress, trustedProxies } from '../http/client-address.ts';
+import { createHttpMetrics } from '../metrics/http-metrics.ts';
+import { errorFields } from '../base/logger.ts';
+import { JSON_TYPE, negotiate, type Version } from '../http/negotiation.ts';
+import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from '../http/rate-limit.ts';
+import { bufferedResponse, fieldsOf } from '../http/response.ts';
+import { finish, notModifiedEarly, versionPolicy } from '../http/semantics.ts';
+import { fingerprint, parseIdempotencyKey } from '../http/idempotency-key.ts';
+import type { Db } from '../db/database.ts';
+import type { RequestContext, RouteSpec, Services } from './context.ts';
 import { runIdempotent } from './idempotency.ts';
-import type { Queryable } from './db/database.ts';
-
-export interface Services {
-  readonly config: Config;
-  readonly db: Database;
-  readonly log: Logger;
-  readonly authenticator: Authenticator;
-  /** How long a request may wait for the database in all (SPEC §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
-  readonly databaseDeadlineMs?: number;
-  /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
-  readonly hooks?: TestHooks;
-  /** What the pipeline counts for GET /metrics; `createApp()` makes it when not given. */
-  readonly metrics?: HttpMetrics;
-}
-
-export interface TestHooks {
-  /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
-  afterPaymentInsert?(): Promise<void>;
-  /** The rate limiter's table bound (default `DEFAULT_MAX_KEYS`), small so that a test can overfill it. */
-  readonly rateLimitMaxKeys?: number;
-}
-
-export interface RequestContext {
-  readonly request: Request;
-  readonly url: URL;
-  readonly params: Params;
-  /** The API version the request is served in: the path's prefix, else 1 (SPEC §8). */
-  readonly version: 1 | 2;
-  /** The negotiated media type of the response body (SPEC §8); `application/json` outside the API versions. */
-  readonly contentType: string;
-  readonly requestId: string;
-  /** The request body, already read within the limits (empty for GET and HEAD). */
-  readonly body: Uint8Array;
-  /** Set on every route that needs a scope; `undefined` on public routes. */
-  readonly principal: Principal | undefined;
-  readonly services: Services;
-  /**
-   * The transaction a write must run in when the request carries an
-   * Idempotency-Key (so its effect commits with the stored result);
-   * `undefined` otherwise. Pass it to `inTransaction()`.
-   */
-  readonly tx: Queryable | undefined;
-}
-
-export type Handler = (ctx: RequestContext) => Promise<Response>;
-
-export interface RouteSpec {
-  readonly method: Method;
-  readonly pattern: string;
-  /** `public`, or the scope a token must carry (SPEC §4, §6). */
-  readonly auth: 'public' | Scope;
-  readonly handler: Handler;
-  /** `false` for routes outside the API versions (health): no prefix, no negotiation. */
-  readonly versioned?: boolean;
-  /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
-  readonly cache?: CachePolicy;
-  /**
-   * `false`: a successful answer is not counted against any rate limit and
-   * carries no rate-limit fields (GET /metrics, which a scraper polls); a
-   * refusal (401, say) still counts against the client address. Default `true`.
-   */
-  readonly rateLimited?: boolean;
-  /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
-  readonly idempotency?: 'optional' | 'required';
-  /**
-   * The entity tag the handler's 200 will carry, found without building the
-   * representation (SPEC §9: an order's revision). When given, a GET or HEAD
-   * with `If-None-Match` is answered 304 from it alone, before the handler
-   * runs; the handler must then set the same tag as its `ETag`. It refuses
-   * (404) exactly as the handler would.
-   */
-  readonly currentTag?: (ctx: RequestContext) => Promise<string>;
-  /** What the OpenAPI document says of this route (src/openapi/document.ts). */
-  readonly doc: RouteDoc;
-}
-
-/** A schema of `src/openapi/schemas.ts` by name, the same for both versions or one per version. */
-export type VersionedSchema = SchemaName | { readonly v1: SchemaName; readonly v2: SchemaName };
-
-export interface RouteDoc {
-  readonly summary: string;
-  readonly description?: string;
-  /** The success status and its body. */
-  readonly success: { readonly status: 200 | 201 | 204; readonly schema?: VersionedSchema };
-  /** The request body (JSON). */
-  readonly body?: VersionedSchema;
-  /** A collection's query rules: page, pageSize, sort and the filters, each filter documented in `query`. */
-  readonly list?: ListSpec<string, Record<string, unknown>>;
-  /** Query parameters (the filters of `list`), as JSON Schemas. */
-  readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Readonly<Record<string, unknown>> }>>;
-  /** Takes `If-Match` (SPEC §9). */
-  readonly ifMatch?: boolean;
-  /** The refusals of this route's own rules, beyond those every route of its kind has. */
-  readonly problems?: readonly (readonly [number, ProblemSlug])[];
-}
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
 
@@ -276,7 +178,16 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           throw rateLimited(rate);
         }
       }
-      const ctx: RequestContext = { request, url, params: match.params, version: version ?? 1, contentType: contentType ?? JSON_TYPE, requestId, body, principal, services, tx: undefined };
+      const { db, ...handlerServices } = services;
+      // The request's own handle on the pool, taken when a handler first reaches for it.
+      let handle: Db | undefined;
+      const ctx: RequestContext = {
+        request, url, params: match.params, version: version ?? 1, contentType: contentType ?? JSON_TYPE, requestId, body, principal, services: handlerServices,
+        get db() {
+          handle ??= db.handle();
+          return handle;
+        },
+      };
       const finishing = (response: Response) => finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
       const { handler, currentTag } = route;
       if (currentTag !== undefined) {
@@ -292,7 +203,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           }
         } else {
           const idempotent = { principal, key: parsed.key, fingerprint: fingerprint(request.method, `${url.pathname} v${version ?? 1}`, body), instance: url.pathname, requestId };
-          return runIdempotent(services.db, idempotent, (tx) => handler({ ...ctx, tx }), finishing);
+          return runIdempotent(ctx.db, idempotent, (savepoint) => handler({ ...ctx, db: savepoint }), finishing);
         }
       }
       return handler(ctx);
@@ -329,10 +240,4 @@ function rateLimited(decision: RateDecision): HttpError {
     detail: `Too many requests; try again in ${decision.resetSeconds} s.`,
     headers: { 'retry-after': String(decision.resetSeconds) },
   });
-}
-
-/** The principal of a route that declared a scope; a route marked public that calls this is a bug. */
-export function principalOf(ctx: RequestContext): Principal {
-  if (ctx.principal === undefined) throw new Error(`route ${ctx.url.pathname} needs a principal but is public`);
-  return ctx.principal;
 }

@@ -1,0 +1,99 @@
+/**
+ * What the pipeline hands a route's handler, and what a route declares of
+ * itself: the types every feature builds on (src/pipeline/pipeline.ts runs them).
+ */
+import type { Authenticator, Principal } from '../auth/authenticator.ts';
+import type { Scope } from '../auth/tokens.ts';
+import type { Config } from '../config/config.ts';
+import type { Database, Db } from '../db/database.ts';
+import type { Logger } from '../base/logger.ts';
+import type { Method, Params } from '../http/router.ts';
+import type { Version } from '../http/negotiation.ts';
+import type { CachePolicy } from '../http/semantics.ts';
+import type { HttpMetrics } from '../metrics/http-metrics.ts';
+import type { RouteDoc } from '../openapi/types.ts';
+
+export interface Services {
+  readonly config: Config;
+  readonly db: Database;
+  readonly log: Logger;
+  readonly authenticator: Authenticator;
+  /** How long a request may wait for the database in all (SPEC §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
+  readonly databaseDeadlineMs?: number;
+  /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
+  readonly hooks?: TestHooks;
+  /** What the pipeline counts for GET /metrics; `createApp()` makes it when not given. */
+  readonly metrics?: HttpMetrics;
+}
+
+export interface TestHooks {
+  /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
+  afterPaymentInsert?(): Promise<void>;
+  /** The rate limiter's table bound (default `DEFAULT_MAX_KEYS`), small so that a test can overfill it. */
+  readonly rateLimitMaxKeys?: number;
+}
+
+export interface RequestContext {
+  readonly request: Request;
+  readonly url: URL;
+  readonly params: Params;
+  /** The API version the request is served in: the path's prefix, else 1 (SPEC §8). */
+  readonly version: Version;
+  /** The negotiated media type of the response body (SPEC §8); `application/json` outside the API versions. */
+  readonly contentType: string;
+  readonly requestId: string;
+  /** The request body, already read within the limits (empty for GET and HEAD). */
+  readonly body: Uint8Array;
+  /** Set on every route that needs a scope; `undefined` on public routes. */
+  readonly principal: Principal | undefined;
+  /** The service's parts a handler may use: all but the database, which it reaches only through `db`. */
+  readonly services: HandlerServices;
+  /**
+   * The database for this request: with an Idempotency-Key, bound to the
+   * savepoint whose effect commits with the stored result (so a handler
+   * cannot write outside it); otherwise a handle of the request's own on
+   * the pool. A write of several statements runs them in `db.begin()`.
+   */
+  readonly db: Db;
+}
+
+/** `Services` without the pool: a handler's statements go through `RequestContext.db`. */
+export type HandlerServices = Omit<Services, 'db'>;
+
+export type Handler = (ctx: RequestContext) => Promise<Response>;
+
+export interface RouteSpec {
+  readonly method: Method;
+  readonly pattern: string;
+  /** `public`, or the scope a token must carry (SPEC §4, §6). */
+  readonly auth: 'public' | Scope;
+  readonly handler: Handler;
+  /** `false` for routes outside the API versions (health): no prefix, no negotiation. */
+  readonly versioned?: boolean;
+  /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
+  readonly cache?: CachePolicy;
+  /**
+   * `false`: a successful answer is not counted against any rate limit and
+   * carries no rate-limit fields (GET /metrics, which a scraper polls); a
+   * refusal (401, say) still counts against the client address. Default `true`.
+   */
+  readonly rateLimited?: boolean;
+  /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
+  readonly idempotency?: 'optional' | 'required';
+  /**
+   * The entity tag the handler's 200 will carry, found without building the
+   * representation (SPEC §9: an order's revision). When given, a GET or HEAD
+   * with `If-None-Match` is answered 304 from it alone, before the handler
+   * runs; the handler must then set the same tag as its `ETag`. It refuses
+   * (404) exactly as the handler would.
+   */
+  readonly currentTag?: (ctx: RequestContext) => Promise<string>;
+  /** What the OpenAPI document says of this route (src/openapi/document.ts). */
+  readonly doc: RouteDoc;
+}
+
+/** The principal of a route that declared a scope; a route marked public that calls this is a bug. */
+export function principalOf(ctx: RequestContext): Principal {
+  if (ctx.principal === undefined) throw new Error(`route ${ctx.url.pathname} needs a principal but is public`);
+  return ctx.principal;
+}
