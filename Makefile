@@ -1,4 +1,4 @@
-# The two commands a newcomer needs: `make run` and `make test` (SPEC §1).
+# The two commands a newcomer needs: `make run` and `make test` (contract §1).
 # Both install the dependencies from package-lock.json when they are missing.
 
 TESTS := $(sort $(wildcard test/*.test.ts))
@@ -31,7 +31,7 @@ BUILD_INPUTS := $(shell find src sql -type f) scripts/build.mjs package-lock.jso
 # The service compiled once into plain JavaScript, as production runs it:
 # nothing transpiled at start-up (docs/operations.md). dist/orders.mjs runs
 # on the machine's node from the checkout; dist/orders is the single
-# executable (SPEC §16), the one file to copy to a server.
+# executable (contract §16), the one file to copy to a server.
 build: dist/orders.mjs dist/orders
 
 dist/orders.mjs: node_modules/.package-lock.json $(BUILD_INPUTS)
@@ -60,7 +60,7 @@ test: lint typecheck build
 clean:
 	rm -rf coverage dist
 
-# The benchmark (SPEC §14): on DATABASE_URL, or the embedded database when unset
+# The benchmark (contract §14): on DATABASE_URL, or the embedded database when unset
 # (then without the peer, which needs a server two processes can reach). The
 # server runs with every feature on; load from wrk when installed, else autocannon.
 bench: dist/orders.mjs

@@ -1,4 +1,4 @@
-// The ceiling (SPEC §14 / issue 7): the same response bytes and headers as
+// The ceiling (contract §14 / issue 7): the same response bytes and headers as
 // GET /v1/orders/{id}, served from memory by bare node:http. Reads them as
 // JSON in argv[2]; prints the port it listens on.
 import { createServer } from 'node:http';

@@ -1,4 +1,4 @@
-// The load generator, run as its own process (SPEC §14): one scenario, a
+// The load generator, run as its own process (contract §14): one scenario, a
 // warm-up and then a measured run, with wrk (C, light on a shared machine)
 // or autocannon (JavaScript; bench/run.ts falls back to it when wrk is not
 // installed). Reads the scenario as JSON in argv[2]; prints the result as
@@ -16,7 +16,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const scenario = JSON.parse(process.argv[2]);
-const { tool = 'autocannon', url, connections, warmupSeconds, durationSeconds, method, paths, headers, body, freshIdempotencyKey, cpuPids = [] } = scenario;
+const {
+  tool = 'autocannon',
+  url,
+  connections,
+  warmupSeconds,
+  durationSeconds,
+  method,
+  paths,
+  headers,
+  body,
+  freshIdempotencyKey,
+  cpuPids = [],
+} = scenario;
 
 const CLOCK_TICKS = clockTicks();
 
@@ -34,8 +46,14 @@ function cpuTicks(pids) {
   for (const pid of pids) {
     let children = [];
     try {
-      children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch { /* gone, or no children */ }
+      children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      /* gone, or no children */
+    }
     for (const p of [pid, ...children]) {
       try {
         // Fields after the command name, which may hold spaces: state is
@@ -43,7 +61,9 @@ function cpuTicks(pids) {
         const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         ticks += Number(fields[11]) + Number(fields[12]);
-      } catch { /* exited */ }
+      } catch {
+        /* exited */
+      }
     }
   }
   return ticks;
@@ -54,13 +74,19 @@ async function measured(measure) {
   const before = cpuTicks(cpuPids);
   const result = await measure();
   const cpuMs = ((cpuTicks(cpuPids) - before) * 1000) / CLOCK_TICKS;
-  return { ...result, cpuMsPerRequest: cpuPids.length === 0 || result.requests === 0 ? null : Math.round((cpuMs / result.requests) * 1000) / 1000 };
+  return {
+    ...result,
+    cpuMsPerRequest:
+      cpuPids.length === 0 || result.requests === 0 ? null : Math.round((cpuMs / result.requests) * 1000) / 1000,
+  };
 }
 
 /** Requests answered 2xx or 304 count as successes; everything else, and socket errors, as errors. */
 function summarize(rps, p50, p99, socketErrors, statusCodes) {
   const total = Object.values(statusCodes).reduce((n, c) => n + c, 0);
-  const ok = Object.entries(statusCodes).filter(([code]) => code.startsWith('2') || code === '304').reduce((n, [, c]) => n + c, 0);
+  const ok = Object.entries(statusCodes)
+    .filter(([code]) => code.startsWith('2') || code === '304')
+    .reduce((n, [, c]) => n + c, 0);
   return { rps: Math.round(rps), p50, p99, requests: total, errors: socketErrors + (total - ok), statusCodes };
 }
 
@@ -77,15 +103,26 @@ function runAutocannon(duration) {
       sequence += 1;
       const path = paths.length === 1 ? paths[0] : paths[Math.floor(Math.random() * paths.length)];
       const next = { ...req, path };
-      if (freshIdempotencyKey) next.headers = { ...headers, 'idempotency-key': `bench-${process.pid}-${Date.now()}-${sequence}` };
+      if (freshIdempotencyKey)
+        next.headers = { ...headers, 'idempotency-key': `bench-${process.pid}-${Date.now()}-${sequence}` };
       return next;
     },
   };
   return new Promise((resolve, reject) => {
     autocannon({ url, connections, duration, requests: [request] }, (error, result) => {
       if (error) return reject(error);
-      const codes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]));
-      resolve(summarize(result.requests.average, result.latency.p50, result.latency.p99, result.errors + result.timeouts, codes));
+      const codes = Object.fromEntries(
+        Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, s.count]),
+      );
+      resolve(
+        summarize(
+          result.requests.average,
+          result.latency.p50,
+          result.latency.p99,
+          result.errors + result.timeouts,
+          codes,
+        ),
+      );
     });
   });
 }
@@ -94,11 +131,13 @@ function runAutocannon(duration) {
 
 /** A Lua string literal of ASCII text. */
 function lua(text) {
-  return `"${[...text].map((c) => {
-    const code = c.charCodeAt(0);
-    if (code > 126) throw new Error(`bench: non-ASCII text in a wrk script: ${text}`);
-    return c === '"' || c === '\\' ? `\\${c}` : code < 32 ? `\\${code}` : c;
-  }).join('')}"`;
+  return `"${[...text]
+    .map((c) => {
+      const code = c.charCodeAt(0);
+      if (code > 126) throw new Error(`bench: non-ASCII text in a wrk script: ${text}`);
+      return c === '"' || c === '\\' ? `\\${c}` : code < 32 ? `\\${code}` : c;
+    })
+    .join('')}"`;
 }
 
 /**
@@ -111,7 +150,9 @@ function wrkScript(keyPrefix) {
   const dynamic = paths.length > 1 || freshIdempotencyKey;
   return `
 wrk.method = ${lua(method)}
-${Object.entries(headers).map(([name, value]) => `wrk.headers[${lua(name)}] = ${lua(value)}`).join('\n')}
+${Object.entries(headers)
+  .map(([name, value]) => `wrk.headers[${lua(name)}] = ${lua(value)}`)
+  .join('\n')}
 ${body === undefined ? '' : `wrk.body = ${lua(body)}`}
 local paths = { ${paths.map(lua).join(', ')} }
 local threads = {}
@@ -124,12 +165,16 @@ local sequence = 0
 function init(args)
   math.randomseed(os.time() * 100 + tid)
 end
-${dynamic ? `
+${
+  dynamic
+    ? `
 function request()
   sequence = sequence + 1
   ${freshIdempotencyKey ? `wrk.headers["idempotency-key"] = ${lua(keyPrefix)} .. tid .. "-" .. sequence` : ''}
   return wrk.format(nil, paths[math.random(#paths)])
-end` : ''}
+end`
+    : ''
+}
 function response(status, headers, body)
   statuses[status] = (statuses[status] or 0) + 1
 end
@@ -154,7 +199,23 @@ async function runWrk(duration, keyPrefix) {
     const script = join(dir, 'scenario.lua');
     writeFileSync(script, wrkScript(keyPrefix));
     const threads = Math.min(2, connections);
-    const child = spawn('wrk', ['-t', String(threads), '-c', String(connections), '-d', `${Math.max(1, Math.round(duration))}s`, '--timeout', '10s', '-s', script, `${url}${paths[0]}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      'wrk',
+      [
+        '-t',
+        String(threads),
+        '-c',
+        String(connections),
+        '-d',
+        `${Math.max(1, Math.round(duration))}s`,
+        '--timeout',
+        '10s',
+        '-s',
+        script,
+        `${url}${paths[0]}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout.on('data', (d) => (out += d.toString()));
     const code = await new Promise((resolve, reject) => {
@@ -167,13 +228,22 @@ async function runWrk(duration, keyPrefix) {
     // [code, count] per thread: several threads may report one code.
     const statusCodes = {};
     for (const [code, n] of raw.statusCodes) statusCodes[code] = (statusCodes[code] ?? 0) + n;
-    return summarize(raw.requests / (raw.durationUs / 1e6), raw.p50Us / 1000, raw.p99Us / 1000, raw.socketErrors, statusCodes);
+    return summarize(
+      raw.requests / (raw.durationUs / 1e6),
+      raw.p50Us / 1000,
+      raw.p99Us / 1000,
+      raw.socketErrors,
+      statusCodes,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const run = tool === 'wrk' ? (duration, phase) => runWrk(duration, `bench-${process.pid}-${Date.now()}-${phase}-`) : (duration) => runAutocannon(duration);
+const run =
+  tool === 'wrk'
+    ? (duration, phase) => runWrk(duration, `bench-${process.pid}-${Date.now()}-${phase}-`)
+    : (duration) => runAutocannon(duration);
 if (warmupSeconds > 0) await run(warmupSeconds, 'warm');
 const result = await measured(() => run(durationSeconds, 'run'));
-process.stdout.write(JSON.stringify({ tool, ...result }) + '\n');
+process.stdout.write(`${JSON.stringify({ tool, ...result })}\n`);

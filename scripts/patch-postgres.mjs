@@ -78,13 +78,16 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules',
 
 /** [file under src/ and cjs/src/, original text, replacement]. */
 export const FIXES = [
-  ['connection.js',
+  [
+    'connection.js',
     `    , statements = {}
     , statementId`,
     `    , statements = {}
     , signatures = new Map() // ${MARK}: see signatureOf
-    , statementId`],
-  ['connection.js',
+    , statementId`,
+  ],
+  [
+    'connection.js',
     `  function build(q) {
     const parameters = []`,
     `  // ${MARK}: one cache key string per (parameter types, text), so that the
@@ -102,11 +105,15 @@ export const FIXES = [
   }
 
   function build(q) {
-    const parameters = []`],
-  ['connection.js',
+    const parameters = []`,
+  ],
+  [
+    'connection.js',
     `    q.signature = q.prepare && types + string`,
-    `    q.signature = q.prepare && signatureOf(types, string) // ${MARK}`],
-  ['queue.js',
+    `    q.signature = q.prepare && signatureOf(types, string) // ${MARK}`,
+  ],
+  [
+    'queue.js',
     `    remove: (x) => {
       const index = xs.indexOf(x)
       return index === -1
@@ -123,8 +130,10 @@ export const FIXES = [
         xs = []
       }
       return x
-    },`],
-  ['queue.js',
+    },`,
+  ],
+  [
+    'queue.js',
     `      } else {
         xs[index - 1] = undefined
       }`,
@@ -134,9 +143,11 @@ export const FIXES = [
           xs = xs.slice(index)
           index = 0
         }
-      }`],
+      }`,
+  ],
   // 2: a connection with no socket has no session to run a query in.
-  ['connection.js',
+  [
+    'connection.js',
     `      return queryError(q, Errors.connection('CONNECTION_DESTROYED', options))
 
     if (stream)`,
@@ -145,49 +156,59 @@ export const FIXES = [
     if (!socket) // ${MARK}: closed, or not yet connected
       return queryError(q, Errors.connection('CONNECTION_CLOSED', options))
 
-    if (stream)`],
+    if (stream)`,
+  ],
   // 2: the crash site: a delayed write after the socket went away.
-  ['connection.js',
+  [
+    'connection.js',
     `  function nextWrite(fn) {
     const x = socket.write(chunk, fn)`,
     `  function nextWrite(fn) {
     if (!socket) // ${MARK}: the socket closed before this delayed write
       return (chunk = nextWriteTimer = null, false)
-    const x = socket.write(chunk, fn)`],
+    const x = socket.write(chunk, fn)`,
+  ],
   // 1, 3, 5: the write, error and stall state dies with its socket.
-  ['connection.js',
+  [
+    'connection.js',
     `    clearImmediate(nextWriteTimer)
     if (socket) {`,
     `    clearImmediate(nextWriteTimer)
     chunk = nextWriteTimer = null // ${MARK}
     stallTimer && (clearTimeout(stallTimer), stallTimer = null)
-    if (socket) {`],
-  ['connection.js',
+    if (socket) {`,
+  ],
+  [
+    'connection.js',
     `    clearImmediate(nextWriteTimer)
     socket.removeListener('data', data)`,
     `    clearImmediate(nextWriteTimer)
     chunk = nextWriteTimer = errorResponse = null // ${MARK}
     stallTimer && (clearTimeout(stallTimer), stallTimer = null)
-    socket.removeListener('data', data)`],
+    socket.removeListener('data', data)`,
+  ],
   // 3: a failed type load is the connection's close, which fails its queries.
-  ['connection.js',
-    `        return fetchArrayTypes()`,
-    `        return fetchArrayTypes().catch(noop) // ${MARK}`],
+  ['connection.js', `        return fetchArrayTypes()`, `        return fetchArrayTypes().catch(noop) // ${MARK}`],
   // 5: the stall watch: started when a statement is sent, restarted by every
   // byte received while an answer is due, stopped when none is.
-  ['connection.js',
+  [
+    'connection.js',
     `    , nextWriteTimer = null
 `,
     `    , nextWriteTimer = null
     , stallTimer = null // ${MARK}
-`],
-  ['connection.js',
+`,
+  ],
+  [
+    'connection.js',
     `      build(q)
       return write(toBuffer(q))`,
     `      build(q)
       watchStall() // ${MARK}
-      return write(toBuffer(q))`],
-  ['connection.js',
+      return write(toBuffer(q))`,
+  ],
+  [
+    'connection.js',
     `  function nextWrite(fn) {`,
     `  // ${MARK}: destroys a connection that hears nothing while an answer is due.
   function watchStall() {
@@ -199,8 +220,10 @@ export const FIXES = [
     socket && socket.destroy()
   }
 
-  function nextWrite(fn) {`],
-  ['connection.js',
+  function nextWrite(fn) {`,
+  ],
+  [
+    'connection.js',
     `  function data(x) {
     if (incomings) {
       incomings.push(x)
@@ -215,8 +238,10 @@ export const FIXES = [
       remaining -= x.length
       if (remaining > 0)
         return watchStall() // ${MARK}: the rest of a message is due
-    }`],
-  ['connection.js',
+    }`,
+  ],
+  [
+    'connection.js',
     `      incoming = incoming.subarray(length + 1)
       remaining = 0
       incomings = null
@@ -227,41 +252,53 @@ export const FIXES = [
       incomings = null
     }
     ;(query || sent.length || incomings) && watchStall() // ${MARK}
-  }`],
-  ['index.js',
+  }`,
+  ],
+  [
+    'index.js',
     `    socket          : o.socket,`,
     `    socket          : o.socket,
-    stall_timeout   : o.stall_timeout || 0, // ${MARK}`],
+    stall_timeout   : o.stall_timeout || 0, // ${MARK}`,
+  ],
   // 2: nothing of the old session may be resolved by the next one.
-  ['connection.js',
+  [
+    'connection.js',
     `    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))`,
     `    !hadError && (query || sent.length) && error(Errors.connection('CONNECTION_CLOSED', options, socket))
-    query = null // ${MARK}: rejected above or by the 'error' event`],
+    query = null // ${MARK}: rejected above or by the 'error' event`,
+  ],
   // 2: a transaction ends with its connection.
-  ['index.js',
+  [
+    'index.js',
     `      , connection
       , prepare = null
 `,
     `      , connection
       , prepare = null
       , closedError = null // ${MARK}
-`],
-  ['index.js',
+`,
+  ],
+  [
+    'index.js',
     `        new Promise((_, reject) => connection.onclose = reject)`,
     `        new Promise((_, reject) => connection.onclose = e => { // ${MARK}
           closedError = e
           while (queries.length) queries.shift().reject(e)
           reject(e)
-        })`],
-  ['index.js',
+        })`,
+  ],
+  [
+    'index.js',
     `        q.catch(e => uncaughtError || (uncaughtError = e))
         c.queue === full`,
     `        q.catch(e => uncaughtError || (uncaughtError = e))
         if (closedError) // ${MARK}
           return q.reject(closedError)
-        c.queue === full`],
+        c.queue === full`,
+  ],
   // 2: so does a reserved connection.
-  ['index.js',
+  [
+    'index.js',
     `    move(c, reserved)
     c.reserved = () => queue.length`,
     `    move(c, reserved)
@@ -270,16 +307,20 @@ export const FIXES = [
       closedError = e
       while (queue.length) queue.shift().reject(e)
     }
-    c.reserved = () => queue.length`],
+    c.reserved = () => queue.length`,
+  ],
   // 4: nor is it handed back to the pool.
-  ['index.js',
+  [
+    'index.js',
     `    sql.release = () => {
       c.reserved = null`,
     `    sql.release = () => {
       if (closedError) // ${MARK}: closed; the pool has it back already
         return
-      c.reserved = null`],
-  ['index.js',
+      c.reserved = null`,
+  ],
+  [
+    'index.js',
     `    function handler(q) {
       c.queue === full
         ? queue.push(q)`,
@@ -287,7 +328,8 @@ export const FIXES = [
       if (closedError) // ${MARK}
         return q.reject(closedError)
       c.queue === full
-        ? queue.push(q)`],
+        ? queue.push(q)`,
+  ],
 ];
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) apply();
@@ -302,8 +344,10 @@ function apply() {
       if (text.includes(replacement)) continue;
       const at = text.indexOf(original);
       if (at === -1 || text.indexOf(original, at + 1) !== -1) {
-        process.stderr.write(`patch-postgres: ${build}/${file} does not contain exactly one copy of:\n${original}\n` +
-          'The postgres driver changed; review scripts/patch-postgres.mjs against it.\n');
+        process.stderr.write(
+          `patch-postgres: ${build}/${file} does not contain exactly one copy of:\n${original}\n` +
+            'The postgres driver changed; review scripts/patch-postgres.mjs against it.\n',
+        );
         process.exit(1);
       }
       texts.set(file, text.slice(0, at) + replacement + text.slice(at + original.length));

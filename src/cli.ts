@@ -1,5 +1,5 @@
 /**
- * The command-line tool for operators (SPEC §1), against the same database
+ * The command-line tool for operators (contract §1), against the same database
  * as the server: `DATABASE_URL`, or the embedded one in `DATA_DIR`. Results
  * on stdout, errors on stderr with a non-zero exit status: 1 when a command
  * fails, 2 for a mistake in the command line or in `.env`. Help and the
@@ -80,7 +80,11 @@ const COMMANDS: readonly CommandSpec[] = [
     ],
     example: 'orders user create --email ops@example.com --name Ops --role admin',
     build(values) {
-      const parsed = v.safeParse(NewUserSchema, { email: values.email, name: values.name, ...(values.role === undefined ? {} : { role: values.role }) });
+      const parsed = v.safeParse(NewUserSchema, {
+        email: values.email,
+        name: values.name,
+        ...(values.role === undefined ? {} : { role: values.role }),
+      });
       if (!parsed.success) {
         throw new UsageError(parsed.issues.map((i) => `--${v.getDotPath(i) ?? 'input'} ${i.message}`).join('; '));
       }
@@ -94,8 +98,18 @@ const COMMANDS: readonly CommandSpec[] = [
     summary: 'print a new token, alone on one line (shown once)',
     options: [
       { name: 'user', value: 'ID', required: true, description: 'the id of the user the token acts for' },
-      { name: 'scopes', value: 'a,b,c', required: true, description: 'what the token may do, comma-separated (see Scopes in orders --help)' },
-      { name: 'ttl', value: '30d', required: false, description: 'how long it is valid: a number and a unit (s, m, h, d); without it, it does not expire' },
+      {
+        name: 'scopes',
+        value: 'a,b,c',
+        required: true,
+        description: 'what the token may do, comma-separated (see Scopes in orders --help)',
+      },
+      {
+        name: 'ttl',
+        value: '30d',
+        required: false,
+        description: 'how long it is valid: a number and a unit (s, m, h, d); without it, it does not expire',
+      },
     ],
     example: 'orders token create --user 3 --scopes orders:read,orders:write --ttl 30d',
     build(values) {
@@ -106,7 +120,8 @@ const COMMANDS: readonly CommandSpec[] = [
       let ttl: number | null = null;
       if (values.ttl !== undefined) {
         ttl = parseTtl(values.ttl) ?? null;
-        if (ttl === null) throw new UsageError(`--ttl must be a number and a unit (s, m, h, d), such as 30d; got ${values.ttl}`);
+        if (ttl === null)
+          throw new UsageError(`--ttl must be a number and a unit (s, m, h, d), such as 30d; got ${values.ttl}`);
       }
       return async (db, io) => {
         if ((await db.one('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
@@ -130,7 +145,9 @@ const COMMANDS: readonly CommandSpec[] = [
   {
     words: ['token', 'revoke'],
     summary: 'revoke a token; prints nothing',
-    options: [{ name: 'id', value: 'TOKEN_ID', required: true, description: 'the id of the token, as token list prints it' }],
+    options: [
+      { name: 'id', value: 'TOKEN_ID', required: true, description: 'the id of the token, as token list prints it' },
+    ],
     example: 'orders token revoke --id 12',
     build(values) {
       const tokenId = id(values.id as string, '--id');
@@ -182,7 +199,12 @@ const stdio: Io = { out: (t) => process.stdout.write(t), err: (t) => process.std
  * environment; with `envDir`, the `.env` file in that folder supplies what
  * `env` does not set (read only when a command is to run, not for help).
  */
-export async function runCli(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env, io: Io = stdio, envDir?: string): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  io: Io = stdio,
+  envDir?: string,
+): Promise<number> {
   let db: Database | undefined;
   try {
     const action = parseCommandLine(argv);
@@ -204,7 +226,13 @@ export async function runCli(argv: readonly string[], env: Readonly<Record<strin
       io.err(`orders: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof MigrationError || error instanceof EmbeddedDatabaseError || error instanceof UserExistsError || error instanceof CommandError) {
+    if (
+      error instanceof ConfigError ||
+      error instanceof MigrationError ||
+      error instanceof EmbeddedDatabaseError ||
+      error instanceof UserExistsError ||
+      error instanceof CommandError
+    ) {
       io.err(`orders: ${error.message}\n`);
       return 1;
     }
@@ -252,7 +280,9 @@ function parseCommandLine(argv: readonly string[]): string | Run {
     const [second] = rest;
     if (second !== undefined && !second.startsWith('-')) throw unknownCommand([first, second]);
     if (rest.some((a) => HELP_OPTIONS.includes(a))) return groupHelp(first);
-    throw new UsageError(`${JSON.stringify(first)} needs a command: ${alternatives(groupCommands(first).map((c) => c.words[1] as string))}`);
+    throw new UsageError(
+      `${JSON.stringify(first)} needs a command: ${alternatives(groupCommands(first).map((c) => c.words[1] as string))}`,
+    );
   }
   if (first.startsWith('-')) {
     throw new UsageError(`unknown option ${JSON.stringify(first)}${didYouMean(first, ['--help', '--version'])}`);
@@ -265,7 +295,9 @@ function parseCommandLine(argv: readonly string[]): string | Run {
 /** `help`, `help <command>`, `help <group>`: exactly one of them, or a mistake. */
 function helpFor(topic: readonly string[]): string {
   if (topic.length === 0 || (topic.length === 1 && HELP.includes(topic[0] as string))) return `${USAGE}\n`;
-  const command = COMMANDS.find((c) => c.words.length === topic.length && c.words.every((word, i) => topic[i] === word));
+  const command = COMMANDS.find(
+    (c) => c.words.length === topic.length && c.words.every((word, i) => topic[i] === word),
+  );
   if (command !== undefined) return commandHelp(command);
   if (topic.length === 1 && GROUPS.includes(topic[0] as string)) return groupHelp(topic[0] as string);
   throw unknownCommand(topic);
@@ -276,7 +308,9 @@ function unknownCommand(words: readonly string[]): UsageError {
   // A candidate is compared with as many typed words as it has: "sed now" is close to "seed".
   const candidates = [...COMMANDS.map((c) => c.words.join(' ')), ...(words.length === 1 ? GROUPS : [])];
   const suggestion = nearest(candidates, (candidate) => words.slice(0, candidate.split(' ').length).join(' '));
-  return new UsageError(`unknown command ${JSON.stringify(typed)}${suggestion === undefined ? '' : `; did you mean ${JSON.stringify(suggestion)}?`}`);
+  return new UsageError(
+    `unknown command ${JSON.stringify(typed)}${suggestion === undefined ? '' : `; did you mean ${JSON.stringify(suggestion)}?`}`,
+  );
 }
 
 /** The values of `--name value` and `--name=value`; a UsageError for anything else. */
@@ -293,17 +327,21 @@ function optionValues(command: CommandSpec, args: readonly string[]): Values {
   const values: Record<string, string | undefined> = {};
   const name = JSON.stringify(command.words.join(' '));
   for (const token of tokens) {
-    if (token.kind === 'positional') throw new UsageError(`unexpected argument ${JSON.stringify(token.value)} for ${name}`);
+    if (token.kind === 'positional')
+      throw new UsageError(`unexpected argument ${JSON.stringify(token.value)} for ${name}`);
     if (token.kind !== 'option') continue;
     if (!known.includes(token.name)) {
       const options = known.map((o) => `--${o}`);
-      throw new UsageError(`unknown option ${JSON.stringify(token.rawName)} for ${name}${didYouMean(`--${token.name}`, options)}`);
+      throw new UsageError(
+        `unknown option ${JSON.stringify(token.rawName)} for ${name}${didYouMean(`--${token.name}`, options)}`,
+      );
     }
     if (token.value === undefined) throw new UsageError(`--${token.name} needs a value`);
     values[token.name] = token.value;
   }
   for (const option of command.options) {
-    if (option.required && (values[option.name] === undefined || values[option.name] === '')) throw new UsageError(`--${option.name} is required`);
+    if (option.required && (values[option.name] === undefined || values[option.name] === ''))
+      throw new UsageError(`--${option.name} is required`);
   }
   return values;
 }
@@ -330,7 +368,9 @@ function commandRows(commands: readonly CommandSpec[]): string {
 function commandHelp(command: CommandSpec): string {
   const flags = command.options.map((o) => `--${o.name} ${o.value}`);
   const width = Math.max(0, ...flags.map((f) => f.length));
-  const options = command.options.map((o, i) => `  ${(flags[i] as string).padEnd(width)}   ${o.required ? 'required' : 'optional'}   ${o.description}`);
+  const options = command.options.map(
+    (o, i) => `  ${(flags[i] as string).padEnd(width)}   ${o.required ? 'required' : 'optional'}   ${o.description}`,
+  );
   return `usage: orders ${synopsis(command)}
 
 ${sentence(command.summary)}
@@ -393,7 +433,9 @@ function nearest(candidates: readonly string[], typedFor: (candidate: string) =>
 /** Optimal string alignment distance: insertions, deletions, substitutions and swaps of neighbours cost 1. */
 function editDistance(a: string, b: string): number {
   // d[i][j]: the distance between the first i characters of a and the first j of b.
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const row = d[i] as number[];

@@ -3,7 +3,7 @@
  * single executable `dist/orders`): with no
  * argument it starts the server exactly as `make run` does (src/main.ts);
  * with one it runs the command-line tool (src/cli.ts), as `npm run orders`.
- * Both read the working directory's `.env` under the environment (SPEC §1).
+ * Both read the working directory's `.env` under the environment (contract §1).
  */
 import cluster from 'node:cluster';
 

@@ -1,4 +1,4 @@
-/** `make run`: start the service with the configuration of the environment and `.env` (SPEC §1). */
+/** `make run`: start the service with the configuration of the environment and `.env` (contract §1). */
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig } from './config/config.ts';
 import { EnvFileError, loadEnvFile } from './config/env-file.ts';
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const startedAt = performance.now();
   let config;
   try {
-    // SPEC §1: the working directory's .env supplies what the environment does
+    // contract §1: the working directory's .env supplies what the environment does
     // not set. Into process.env itself, so that cluster workers inherit it.
     Object.assign(process.env, loadEnvFile(process.env, process.cwd()));
     config = loadConfig();
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
-  // SPEC §1 "Faults": a driver promise that nothing awaits and that fails
+  // contract §1 "Faults": a driver promise that nothing awaits and that fails
   // because the database went away must not end the process (the patched
   // driver leaves none we know of). Anything else is a bug: crash loudly.
   process.on('unhandledRejection', (reason) => {
@@ -74,8 +74,18 @@ async function main(): Promise<void> {
   // Before "listening" is announced: whoever reads it may signal at once.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  const database = server.db.kind === 'embedded' ? (config.databaseUrl === 'memory:' ? 'embedded (in memory)' : `embedded (${config.dataDir})`) : 'postgres';
-  log.info('listening', { url: server.url, database, startupMs: Math.round(performance.now() - startedAt), ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}) });
+  const database =
+    server.db.kind === 'embedded'
+      ? config.databaseUrl === 'memory:'
+        ? 'embedded (in memory)'
+        : `embedded (${config.dataDir})`
+      : 'postgres';
+  log.info('listening', {
+    url: server.url,
+    database,
+    startupMs: Math.round(performance.now() - startedAt),
+    ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}),
+  });
   if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
   else process.send?.({ listening: server.url, database });
 }
@@ -93,7 +103,9 @@ function runPrimary(workers: number, log: ReturnType<typeof createLogger>, start
     listening += 1;
     if (listening === workers) {
       log.info('listening', { url: message.listening, workers, startupMs: Math.round(performance.now() - startedAt) });
-      process.stderr.write(`orders: listening on ${message.listening} (database: ${message.database}, ${workers} workers)\n`);
+      process.stderr.write(
+        `orders: listening on ${message.listening} (database: ${message.database}, ${workers} workers)\n`,
+      );
     }
   };
   const ready = new Set<number>();

@@ -1,4 +1,4 @@
-/** Authentication and authorization (SPEC §6) over HTTP, and the token cache. */
+/** Authentication and authorization (contract §6) over HTTP, and the token cache. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createAuthenticator } from '../src/auth/authenticator.ts';
@@ -34,18 +34,28 @@ describe('401 unauthorized', () => {
   });
 
   it('with another scheme: as without a token', async () => {
-    await expectProblem(await t.fetch('/v1/users', { headers: { authorization: 'Basic YTpi' } }), 401, '/problems/unauthorized', 'Bearer realm="orders"');
+    await expectProblem(
+      await t.fetch('/v1/users', { headers: { authorization: 'Basic YTpi' } }),
+      401,
+      '/problems/unauthorized',
+      'Bearer realm="orders"',
+    );
   });
 
   const invalid: [string, string][] = [
-    ['an unknown token', 'Bearer ord_' + 'A'.repeat(43)],
+    ['an unknown token', `Bearer ord_${'A'.repeat(43)}`],
     ['a token of the wrong shape', 'Bearer not-a-token'],
     ['an empty Bearer', 'Bearer '],
     ['two tokens', 'Bearer ord_a ord_b'],
   ];
   for (const [what, header] of invalid) {
     it(`with ${what}: error="invalid_token"`, async () => {
-      await expectProblem(await t.fetch('/v1/users', { headers: { authorization: header } }), 401, '/problems/unauthorized', 'Bearer realm="orders", error="invalid_token"');
+      await expectProblem(
+        await t.fetch('/v1/users', { headers: { authorization: header } }),
+        401,
+        '/problems/unauthorized',
+        'Bearer realm="orders", error="invalid_token"',
+      );
     });
   }
 
@@ -53,20 +63,31 @@ describe('401 unauthorized', () => {
     const u = await t.user('customer');
     await revokeToken(t.server.db, u.tokenId);
     // The server's cache never saw this token, so the revocation shows at once.
-    await expectProblem(await t.fetch('/v1/users', { headers: bearer(u.token) }), 401, '/problems/unauthorized', 'Bearer realm="orders", error="invalid_token"');
+    await expectProblem(
+      await t.fetch('/v1/users', { headers: bearer(u.token) }),
+      401,
+      '/problems/unauthorized',
+      'Bearer realm="orders", error="invalid_token"',
+    );
   });
 
   it('with an expired token: error="invalid_token"', async () => {
     const u = await t.user('customer');
-    await t.server.db.sql`UPDATE api_tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = ${u.tokenId}`;
-    await expectProblem(await t.fetch('/v1/users', { headers: bearer(u.token) }), 401, '/problems/unauthorized', 'Bearer realm="orders", error="invalid_token"');
+    await t.server.db
+      .sql`UPDATE api_tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = ${u.tokenId}`;
+    await expectProblem(
+      await t.fetch('/v1/users', { headers: bearer(u.token) }),
+      401,
+      '/problems/unauthorized',
+      'Bearer realm="orders", error="invalid_token"',
+    );
   });
 });
 
 describe('403 forbidden', () => {
   it('for a token without the scope: WWW-Authenticate names the scope', async () => {
     const u = await t.user('customer', ['orders:read']);
-    const response = await t.fetch('/v1/users/' + u.id, { headers: bearer(u.token) });
+    const response = await t.fetch(`/v1/users/${u.id}`, { headers: bearer(u.token) });
     await expectProblem(response, 403, '/problems/forbidden', 'Bearer error="insufficient_scope", scope="users:read"');
   });
 });
@@ -91,7 +112,10 @@ describe('GET /users and /users/{id}: ownership', () => {
     const response = await t.fetch('/v1/users', { headers: bearer(alice.token) });
     assert.equal(response.status, 200);
     const body = await response.json();
-    assert.deepEqual(body.data.map((u: { id: number }) => u.id), [alice.id]);
+    assert.deepEqual(
+      body.data.map((u: { id: number }) => u.id),
+      [alice.id],
+    );
     assert.deepEqual(body.meta, { total: 1, page: 1, pageSize: 20, pageCount: 1 });
     assert.deepEqual(Object.keys(body.data[0]), ['id', 'email', 'name', 'role', 'createdAt']);
     assert.equal(body.data[0].role, 'customer');
@@ -127,7 +151,9 @@ describe('GET /users and /users/{id}: ownership', () => {
   it('validates the list query', async () => {
     const response = await t.fetch('/v1/users?role=admin', { headers: bearer(admin.token) });
     assert.equal(response.status, 400);
-    assert.deepEqual((await response.json()).errors, [{ parameter: 'role', detail: 'is not a parameter of this collection; use page, pageSize, sort' }]);
+    assert.deepEqual((await response.json()).errors, [
+      { parameter: 'role', detail: 'is not a parameter of this collection; use page, pageSize, sort' },
+    ]);
   });
 });
 
@@ -141,7 +167,10 @@ describe('createAuthenticator()', () => {
     now += 1_999;
     assert.equal((await authenticator.authenticate(`Bearer ${token}`)).userId, alice.id, 'still cached');
     now += 2;
-    await assert.rejects(authenticator.authenticate(`Bearer ${token}`), (e: unknown) => e instanceof HttpError && e.status === 401);
+    await assert.rejects(
+      authenticator.authenticate(`Bearer ${token}`),
+      (e: unknown) => e instanceof HttpError && e.status === 401,
+    );
   });
 
   it('never caches a token past its own expiry', async () => {
@@ -150,9 +179,13 @@ describe('createAuthenticator()', () => {
     const { token, record } = await createToken(t.server.db, alice.id, ['orders:read'], 3600);
     await authenticator.authenticate(`Bearer ${token}`);
     // The token expires in the database; the cached entry must not outlive it.
-    await t.server.db.sql`UPDATE api_tokens SET expires_at = created_at + interval '1 millisecond' WHERE id = ${record.id}`;
-    now = (record.createdAt.getTime()) + 3600_000 + 1;
-    await assert.rejects(authenticator.authenticate(`Bearer ${token}`), (e: unknown) => e instanceof HttpError && e.status === 401);
+    await t.server.db
+      .sql`UPDATE api_tokens SET expires_at = created_at + interval '1 millisecond' WHERE id = ${record.id}`;
+    now = record.createdAt.getTime() + 3600_000 + 1;
+    await assert.rejects(
+      authenticator.authenticate(`Bearer ${token}`),
+      (e: unknown) => e instanceof HttpError && e.status === 401,
+    );
   });
 
   it('keeps scopes and role', async () => {

@@ -1,4 +1,4 @@
-/** Events and webhooks (SPEC §15) over HTTP, on the database of this run. */
+/** Events and webhooks (contract §15) over HTTP, on the database of this run. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
@@ -26,7 +26,11 @@ after(async () => {
 
 const json = { 'content-type': 'application/json' };
 const send = (method: string, path: string, who: Account, body?: unknown) =>
-  t.fetch(path, { method, headers: { ...bearer(who.token), ...json }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  t.fetch(path, {
+    method,
+    headers: { ...bearer(who.token), ...json },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
 /**
  * Waits until every committed event is readable: an event becomes readable
  * once no transaction older than its own is still running (docs/events.md),
@@ -35,7 +39,9 @@ const send = (method: string, path: string, who: Account, body?: unknown) =>
  */
 async function readable(): Promise<void> {
   for (;;) {
-    const [row] = await t.server.db.sql<{ ready: boolean }[]>`SELECT coalesce(max(xid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS ready FROM events`;
+    const [row] = await t.server.db.sql<
+      { ready: boolean }[]
+    >`SELECT coalesce(max(xid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS ready FROM events`;
     if (row?.ready) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -47,25 +53,43 @@ const events = async (who: Account, qs = '', wait = true) => {
   assert.equal(response.status, 200, await response.clone().text());
   return response.json();
 };
-const lastEventId = async () => (await t.server.db.sql<{ id: number }[]>`SELECT coalesce(max(id), 0)::int AS id FROM events`)[0]!.id;
+const lastEventId = async () =>
+  (await t.server.db.sql<{ id: number }[]>`SELECT coalesce(max(id), 0)::int AS id FROM events`)[0]!.id;
 
 describe('the event log', () => {
   it('records every change of an order, in order, with its v2 representation', async () => {
     const start = await lastEventId();
     const created = await (await send('POST', '/v1/orders', alice, { items: [{ productId: 1, qty: 2 }] })).json();
     await send('PATCH', `/v1/orders/${created.id}`, alice, { items: [{ productId: 1, qty: 3 }] });
-    await send('POST', '/v1/payments', alice, { orderId: created.id, amount: 37.5, currency: 'EUR' }).then(async (r) => {
-      assert.equal(r.status, 400); // no Idempotency-Key: refused, so no event
+    await send('POST', '/v1/payments', alice, { orderId: created.id, amount: 37.5, currency: 'EUR' }).then(
+      async (r) => {
+        assert.equal(r.status, 400); // no Idempotency-Key: refused, so no event
+      },
+    );
+    await t.fetch('/v1/payments', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), ...json, 'idempotency-key': `ev-${created.id}` },
+      body: JSON.stringify({ orderId: created.id, amount: 37.5, currency: 'EUR' }),
     });
-    await t.fetch('/v1/payments', { method: 'POST', headers: { ...bearer(alice.token), ...json, 'idempotency-key': `ev-${created.id}` }, body: JSON.stringify({ orderId: created.id, amount: 37.5, currency: 'EUR' }) });
     await send('PATCH', `/v1/orders/${created.id}`, admin, { status: 'shipped' });
     const other = await (await send('POST', '/v1/orders', alice, { items: [{ productId: 2, qty: 1 }] })).json();
     await send('DELETE', `/v1/orders/${other.id}`, alice);
     const body = await events(admin, `?after=${start}&pageSize=100`);
-    const mine = body.data.filter((e: { data: { id?: number; orderId?: number; order?: { id: number } } }) => [created.id, other.id].includes(e.data.id ?? e.data.orderId ?? e.data.order?.id ?? -1));
-    assert.deepEqual(mine.map((e: { type: string }) => e.type), [
-      'order.created', 'order.updated', 'payment.succeeded', 'order.status_changed', 'order.status_changed', 'order.created', 'order.deleted',
-    ]);
+    const mine = body.data.filter((e: { data: { id?: number; orderId?: number; order?: { id: number } } }) =>
+      [created.id, other.id].includes(e.data.id ?? e.data.orderId ?? e.data.order?.id ?? -1),
+    );
+    assert.deepEqual(
+      mine.map((e: { type: string }) => e.type),
+      [
+        'order.created',
+        'order.updated',
+        'payment.succeeded',
+        'order.status_changed',
+        'order.status_changed',
+        'order.created',
+        'order.deleted',
+      ],
+    );
     assert.deepEqual(mine[0].data.total, { amount: '25.00', currency: 'EUR' });
     assert.equal('currency' in mine[0].data, false, 'v2: no top-level currency');
     assert.deepEqual(mine[1].data.total, { amount: '37.50', currency: 'EUR' });
@@ -77,17 +101,29 @@ describe('the event log', () => {
 
   it('records user.created', async () => {
     const start = await lastEventId();
-    const user = await (await send('POST', '/v1/users', admin, { email: `ev${start}@example.com`, name: 'Evented' })).json();
+    const user = await (
+      await send('POST', '/v1/users', admin, { email: `ev${start}@example.com`, name: 'Evented' })
+    ).json();
     const body = await events(admin, `?after=${start}&type=user.created`);
-    assert.deepEqual(body.data.map((e: { data: { id: number } }) => e.data.id), [user.id]);
+    assert.deepEqual(
+      body.data.map((e: { data: { id: number } }) => e.data.id),
+      [user.id],
+    );
   });
 
   it('writes no event for a change that is refused or rolled back', async () => {
     const order = await (await send('POST', '/v1/orders', alice, { items: [{ productId: 1, qty: 1 }] })).json();
     const start = await lastEventId();
     assert.equal((await send('PATCH', `/v1/orders/${order.id}`, alice, { status: 'shipped' })).status, 409);
-    assert.equal((await send('PATCH', `/v1/orders/${order.id}`, alice, { items: [{ productId: 999999, qty: 1 }] })).status, 422);
-    assert.equal((await send('PATCH', `/v1/orders/${order.id}`, alice, { status: 'pending' })).status, 200, 'a no-op changes nothing');
+    assert.equal(
+      (await send('PATCH', `/v1/orders/${order.id}`, alice, { items: [{ productId: 999999, qty: 1 }] })).status,
+      422,
+    );
+    assert.equal(
+      (await send('PATCH', `/v1/orders/${order.id}`, alice, { status: 'pending' })).status,
+      200,
+      'a no-op changes nothing',
+    );
     assert.equal(await lastEventId(), start);
   });
 
@@ -103,13 +139,19 @@ describe('the event log', () => {
     const empty = await events(admin, `?after=${second.meta.next}`);
     assert.deepEqual(empty.data, []);
     assert.equal(empty.meta.next, second.meta.next, 'an empty page keeps the cursor');
-    assert.ok((await events(admin, '?type=order.deleted&pageSize=100')).data.every((e: { type: string }) => e.type === 'order.deleted'));
+    assert.ok(
+      (await events(admin, '?type=order.deleted&pageSize=100')).data.every(
+        (e: { type: string }) => e.type === 'order.deleted',
+      ),
+    );
   });
 
   it('shows a customer only the events of their own resources', async () => {
     const theirs = await (await send('POST', '/v1/orders', bob, { items: [{ productId: 1, qty: 1 }] })).json();
     const mine = await (await send('POST', '/v1/orders', alice, { items: [{ productId: 1, qty: 1 }] })).json();
-    const seen = (await events(alice, '?pageSize=100&type=order.created')).data.map((e: { data: { id: number; customerId: number } }) => e.data);
+    const seen = (await events(alice, '?pageSize=100&type=order.created')).data.map(
+      (e: { data: { id: number; customerId: number } }) => e.data,
+    );
     assert.ok(seen.some((o: { id: number }) => o.id === mine.id));
     assert.ok(seen.every((o: { customerId: number }) => o.customerId === alice.id));
     assert.ok(!seen.some((o: { id: number }) => o.id === theirs.id));
@@ -120,12 +162,22 @@ describe('the event log', () => {
 
   it('answers 400 invalid-query for anything undocumented', async () => {
     for (const [qs, parameters] of [
-      ['?page=2', ['page']], ['?sort=id', ['sort']], ['?after=abc', ['after']], ['?type=order.paid', ['type']],
-      ['?pageSize=0', ['pageSize']], ['?after=1&after=2', ['after']], ['?x=1&type=', ['x', 'type']], ['?after=999999999', ['after']],
+      ['?page=2', ['page']],
+      ['?sort=id', ['sort']],
+      ['?after=abc', ['after']],
+      ['?type=order.paid', ['type']],
+      ['?pageSize=0', ['pageSize']],
+      ['?after=1&after=2', ['after']],
+      ['?x=1&type=', ['x', 'type']],
+      ['?after=999999999', ['after']],
     ] as const) {
       const response = await t.fetch(`/v2/events${qs}`, { headers: bearer(admin.token) });
       assert.equal(response.status, 400, qs);
-      assert.deepEqual((await response.json()).errors.map((e: { parameter: string }) => e.parameter), parameters, qs);
+      assert.deepEqual(
+        (await response.json()).errors.map((e: { parameter: string }) => e.parameter),
+        parameters,
+        qs,
+      );
     }
   });
 
@@ -136,7 +188,9 @@ describe('the event log', () => {
     assert.equal(response.headers.get('www-authenticate'), 'Bearer error="insufficient_scope", scope="events:read"');
   });
 
-  it('never lets a late-committing event fall behind a reader', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server (the embedded one runs one transaction at a time)' }, async () => {
+  it('never lets a late-committing event fall behind a reader', {
+    skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server (the embedded one runs one transaction at a time)',
+  }, async () => {
     const start = await lastEventId();
     const raw = postgres(t.database.url, { max: 1, onnotice: () => {} });
     try {
@@ -151,7 +205,11 @@ describe('the event log', () => {
       await reserved`COMMIT`;
       reserved.release();
       const afterCommit = await events(admin, `?after=${start}`);
-      assert.deepEqual(afterCommit.data.map((e: { data: { late?: boolean } }) => e.data.late === true), [true, false], 'the late event first, then the other');
+      assert.deepEqual(
+        afterCommit.data.map((e: { data: { late?: boolean } }) => e.data.late === true),
+        [true, false],
+        'the late event first, then the other',
+      );
     } finally {
       await raw.end();
     }
@@ -160,13 +218,21 @@ describe('the event log', () => {
 
 describe('webhook endpoints', () => {
   it('creates an endpoint and shows its secret once', async () => {
-    const response = await send('POST', '/v2/webhook-endpoints', admin, { url: 'http://127.0.0.1:9/hooks', events: ['order.created'] });
+    const response = await send('POST', '/v2/webhook-endpoints', admin, {
+      url: 'http://127.0.0.1:9/hooks',
+      events: ['order.created'],
+    });
     assert.equal(response.status, 201);
     const created = await response.json();
     assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
     assert.equal(response.headers.get('location'), `/v2/webhook-endpoints/${created.id}`);
     const fetched = await (await send('GET', `/v2/webhook-endpoints/${created.id}`, admin)).json();
-    assert.deepEqual(fetched, { id: created.id, url: 'http://127.0.0.1:9/hooks', events: ['order.created'], createdAt: created.createdAt });
+    assert.deepEqual(fetched, {
+      id: created.id,
+      url: 'http://127.0.0.1:9/hooks',
+      events: ['order.created'],
+      createdAt: created.createdAt,
+    });
     const list = await (await send('GET', '/v2/webhook-endpoints', admin)).json();
     assert.ok(list.data.every((e: Record<string, unknown>) => !('secret' in e)));
     assert.equal((await send('DELETE', `/v2/webhook-endpoints/${created.id}`, admin)).status, 204);
@@ -176,7 +242,11 @@ describe('webhook endpoints', () => {
 
   it('refuses customers, bad URLs and unknown event types', async () => {
     const customer = await t.user('customer', ['webhooks:write']);
-    assert.equal((await send('POST', '/v2/webhook-endpoints', customer, { url: 'http://127.0.0.1:9/', events: ['order.created'] })).status, 403);
+    assert.equal(
+      (await send('POST', '/v2/webhook-endpoints', customer, { url: 'http://127.0.0.1:9/', events: ['order.created'] }))
+        .status,
+      403,
+    );
     for (const [body, pointer] of [
       [{ url: 'ftp://127.0.0.1/', events: ['order.created'] }, '/url'],
       [{ url: 'not a url', events: ['order.created'] }, '/url'],
@@ -187,12 +257,20 @@ describe('webhook endpoints', () => {
     ] as const) {
       const response = await send('POST', '/v2/webhook-endpoints', admin, body);
       assert.equal(response.status, 422, JSON.stringify(body));
-      assert.deepEqual((await response.json()).errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+      assert.deepEqual(
+        (await response.json()).errors.map((e: { pointer: string }) => e.pointer),
+        [pointer],
+      );
     }
   });
 
   it('stores the target in normal form', async () => {
-    const created = await (await send('POST', '/v2/webhook-endpoints', admin, { url: ' HTTP://127.0.0.1:9/Hooks ', events: ['order.created'] })).json();
+    const created = await (
+      await send('POST', '/v2/webhook-endpoints', admin, {
+        url: ' HTTP://127.0.0.1:9/Hooks ',
+        events: ['order.created'],
+      })
+    ).json();
     assert.equal(created.url, 'http://127.0.0.1:9/Hooks');
     await send('DELETE', `/v2/webhook-endpoints/${created.id}`, admin);
   });
@@ -202,12 +280,30 @@ describe('webhook endpoints', () => {
     try {
       const root = await strict.user('admin');
       for (const url of [
-        'http://127.0.0.1:8080/', 'http://localhost/', 'http://10.0.0.7/', 'http://[::1]/', 'http://169.254.169.254/latest', 'http://[::ffff:192.168.1.1]/',
-        'http://2130706433/', 'http://0x7f.1/', 'http://[::7f00:1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[fec0::1]/', 'http://[2001::1]/',
+        'http://127.0.0.1:8080/',
+        'http://localhost/',
+        'http://10.0.0.7/',
+        'http://[::1]/',
+        'http://169.254.169.254/latest',
+        'http://[::ffff:192.168.1.1]/',
+        'http://2130706433/',
+        'http://0x7f.1/',
+        'http://[::7f00:1]/',
+        'http://[64:ff9b::7f00:1]/',
+        'http://[2002:7f00:1::]/',
+        'http://[fec0::1]/',
+        'http://[2001::1]/',
       ]) {
-        const response = await strict.fetch('/v2/webhook-endpoints', { method: 'POST', headers: { ...bearer(root.token), ...json }, body: JSON.stringify({ url, events: ['order.created'] }) });
+        const response = await strict.fetch('/v2/webhook-endpoints', {
+          method: 'POST',
+          headers: { ...bearer(root.token), ...json },
+          body: JSON.stringify({ url, events: ['order.created'] }),
+        });
         assert.equal(response.status, 422, url);
-        assert.equal((await response.json()).errors[0].detail, 'must not point at a private, loopback or link-local address');
+        assert.equal(
+          (await response.json()).errors[0].detail,
+          'must not point at a private, loopback or link-local address',
+        );
       }
     } finally {
       await strict.close();
@@ -232,14 +328,24 @@ describe('webhook deliveries', () => {
   it('are signed per Standard Webhooks (verified with the standardwebhooks package)', async () => {
     const receiver = await startReceiver();
     try {
-      const endpoint = await (await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['order.created'] })).json();
+      const endpoint = await (
+        await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['order.created'] })
+      ).json();
       const order = await (await send('POST', '/v1/orders', alice, { items: [{ productId: 1, qty: 1 }] })).json();
       const [delivery] = await receiver.waitFor(1);
-      const payload = new Webhook(endpoint.secret).verify(delivery!.body, delivery!.headers as Record<string, string>) as { type: string; data: { id: number } };
+      const payload = new Webhook(endpoint.secret).verify(
+        delivery!.body,
+        delivery!.headers as Record<string, string>,
+      ) as { type: string; data: { id: number } };
       assert.equal(payload.type, 'order.created');
       assert.equal(payload.data.id, order.id);
       assert.equal(delivery!.headers['content-type'], 'application/json');
-      assert.throws(() => new Webhook(`whsec_${Buffer.from('another secret').toString('base64')}`).verify(delivery!.body, delivery!.headers as Record<string, string>));
+      assert.throws(() =>
+        new Webhook(`whsec_${Buffer.from('another secret').toString('base64')}`).verify(
+          delivery!.body,
+          delivery!.headers as Record<string, string>,
+        ),
+      );
       await send('DELETE', `/v2/webhook-endpoints/${endpoint.id}`, admin);
     } finally {
       await receiver.close();
@@ -249,7 +355,9 @@ describe('webhook deliveries', () => {
   it('are retried after failures and acknowledged once, each attempt recorded, with one webhook-id', async () => {
     const receiver = await startReceiver((n) => (n <= 2 ? 500 : 200));
     try {
-      const endpoint = await (await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['user.created'] })).json();
+      const endpoint = await (
+        await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['user.created'] })
+      ).json();
       await send('POST', '/v1/users', admin, { email: 'retry.me@example.com', name: 'Retry' });
       const received = await receiver.waitFor(3);
       assert.equal(new Set(received.map((r) => r.headers['webhook-id'])).size, 1);
@@ -257,7 +365,10 @@ describe('webhook deliveries', () => {
       const delivery = await settled(endpoint.id);
       assert.equal(delivery.status, 'delivered');
       assert.equal(delivery.attempts, 3);
-      assert.deepEqual(delivery.attemptLog.map((a: { status: number }) => a.status), [500, 500, 200]);
+      assert.deepEqual(
+        delivery.attemptLog.map((a: { status: number }) => a.status),
+        [500, 500, 200],
+      );
       assert.equal(`msg_${delivery.id}`, received[0]!.headers['webhook-id']);
       await send('DELETE', `/v2/webhook-endpoints/${endpoint.id}`, admin);
     } finally {
@@ -266,15 +377,25 @@ describe('webhook deliveries', () => {
   });
 
   it('drop the late result of an attempt whose delivery was claimed again (fencing)', async () => {
-    const endpoint = await (await send('POST', '/v2/webhook-endpoints', admin, { url: 'http://127.0.0.1:9/never', events: ['order.deleted'] })).json();
+    const endpoint = await (
+      await send('POST', '/v2/webhook-endpoints', admin, { url: 'http://127.0.0.1:9/never', events: ['order.deleted'] })
+    ).json();
     await send('DELETE', `/v2/webhook-endpoints/${endpoint.id}`, admin);
     const db = t.server.db;
-    const [event] = await db.sql<{ id: number }[]>`INSERT INTO events (type, data) VALUES ('order.deleted', '{}') RETURNING id`;
-    const [other] = await db.sql<{ id: number }[]>`INSERT INTO webhook_endpoints (url, events, secret) VALUES ('http://127.0.0.1:9/x', '{order.deleted}', 'whsec_eA==') RETURNING id`;
-    const [delivery] = await db.sql<{ id: number }[]>`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, status, next_attempt_at) VALUES (${other!.id}, ${event!.id}, 2, 'delivered', now()) RETURNING id`;
+    const [event] = await db.sql<
+      { id: number }[]
+    >`INSERT INTO events (type, data) VALUES ('order.deleted', '{}') RETURNING id`;
+    const [other] = await db.sql<
+      { id: number }[]
+    >`INSERT INTO webhook_endpoints (url, events, secret) VALUES ('http://127.0.0.1:9/x', '{order.deleted}', 'whsec_eA==') RETURNING id`;
+    const [delivery] = await db.sql<
+      { id: number }[]
+    >`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, status, next_attempt_at) VALUES (${other!.id}, ${event!.id}, 2, 'delivered', now()) RETURNING id`;
     // Attempt 1's result arrives after attempt 2 delivered it: it must change nothing.
     assert.equal(await db.one('RecordAttempt', [delivery!.id, 500, null, 10, 'pending', 5, 1]), undefined);
-    const [row] = await db.sql<{ status: string; attempts: number; n: number }[]>`SELECT status, attempts, (SELECT count(*)::int FROM webhook_attempts WHERE delivery_id = ${delivery!.id}) AS n FROM webhook_deliveries WHERE id = ${delivery!.id}`;
+    const [row] = await db.sql<
+      { status: string; attempts: number; n: number }[]
+    >`SELECT status, attempts, (SELECT count(*)::int FROM webhook_attempts WHERE delivery_id = ${delivery!.id}) AS n FROM webhook_deliveries WHERE id = ${delivery!.id}`;
     assert.deepEqual({ ...row }, { status: 'delivered', attempts: 2, n: 0 });
     await db.sql`DELETE FROM webhook_endpoints WHERE id = ${other!.id}`;
   });
@@ -282,7 +403,9 @@ describe('webhook deliveries', () => {
   it('fail after the last retry', async () => {
     const receiver = await startReceiver(() => 503);
     try {
-      const endpoint = await (await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['user.created'] })).json();
+      const endpoint = await (
+        await send('POST', '/v2/webhook-endpoints', admin, { url: receiver.url, events: ['user.created'] })
+      ).json();
       await send('POST', '/v1/users', admin, { email: 'never.ok@example.com', name: 'Never' });
       await receiver.waitFor(4);
       const delivery = await settled(endpoint.id);

@@ -1,5 +1,5 @@
 /**
- * The order collections (SPEC §4): GET /orders, /users/{id}/orders and
+ * The order collections (contract §4): GET /orders, /users/{id}/orders and
  * /order-items, with filters, multi-key sorts over ties, paging, and the
  * ownership rules of §6. The data is made here, with known ties.
  */
@@ -11,7 +11,15 @@ let t: TestServer;
 let admin: Account;
 let alice: Account;
 let bob: Account;
-interface Order { id: number; customerId: number; status: string; total: number; createdAt: string; updatedAt: string; items: { id: number; orderId: number }[] }
+interface Order {
+  id: number;
+  customerId: number;
+  status: string;
+  total: number;
+  createdAt: string;
+  updatedAt: string;
+  items: { id: number; orderId: number }[];
+}
 let orders: Order[] = [];
 
 const get = async (path: string, who: Account) => {
@@ -27,12 +35,30 @@ before(async () => {
   bob = await t.user('customer');
   // 12 orders: totals repeat (ties), statuses repeat, two customers.
   const plan: [Account, number, number, string][] = [
-    [alice, 1, 2, 'pending'], [alice, 2, 1, 'paid'], [bob, 1, 2, 'pending'], [alice, 3, 1, 'cancelled'],
-    [bob, 2, 1, 'paid'], [alice, 1, 2, 'shipped'], [bob, 3, 1, 'pending'], [alice, 2, 1, 'pending'],
-    [bob, 1, 2, 'delivered'], [alice, 3, 1, 'pending'], [bob, 2, 1, 'pending'], [alice, 1, 2, 'paid'],
+    [alice, 1, 2, 'pending'],
+    [alice, 2, 1, 'paid'],
+    [bob, 1, 2, 'pending'],
+    [alice, 3, 1, 'cancelled'],
+    [bob, 2, 1, 'paid'],
+    [alice, 1, 2, 'shipped'],
+    [bob, 3, 1, 'pending'],
+    [alice, 2, 1, 'pending'],
+    [bob, 1, 2, 'delivered'],
+    [alice, 3, 1, 'pending'],
+    [bob, 2, 1, 'pending'],
+    [alice, 1, 2, 'paid'],
   ];
   for (const [who, productId, qty, status] of plan) {
-    const response = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ productId, qty }, { productId: 10, qty: 1 }] }) });
+    const response = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(who.token), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        items: [
+          { productId, qty },
+          { productId: 10, qty: 1 },
+        ],
+      }),
+    });
     const order = (await response.json()) as Order;
     if (status !== 'pending') await t.server.db.sql`UPDATE orders SET status = ${status} WHERE id = ${order.id}`;
     orders.push(order);
@@ -67,7 +93,10 @@ const ids = (body: { data: { id: number }[] }) => body.data.map((o) => o.id);
 describe('GET /orders', () => {
   it('gives an admin every order in id order, with items embedded', async () => {
     const body = await get('/v1/orders', admin);
-    assert.deepEqual(ids(body), expected(() => true));
+    assert.deepEqual(
+      ids(body),
+      expected(() => true),
+    );
     assert.equal(body.meta.total, 12);
     for (const order of body.data) {
       assert.equal(order.items.length, 2);
@@ -77,7 +106,10 @@ describe('GET /orders', () => {
 
   it('gives a customer only their own orders', async () => {
     const body = await get('/v1/orders?pageSize=100', alice);
-    assert.deepEqual(ids(body), expected((o) => o.customerId === alice.id));
+    assert.deepEqual(
+      ids(body),
+      expected((o) => o.customerId === alice.id),
+    );
     assert.equal(body.meta.total, 7);
   });
 
@@ -87,10 +119,22 @@ describe('GET /orders', () => {
   });
 
   it('filters by status, customerId and minTotal, combined with AND', async () => {
-    assert.deepEqual(ids(await get('/v1/orders?status=pending&pageSize=100', admin)), expected((o) => o.status === 'pending'));
-    assert.deepEqual(ids(await get(`/v1/orders?customerId=${bob.id}`, admin)), expected((o) => o.customerId === bob.id));
-    assert.deepEqual(ids(await get('/v1/orders?minTotal=40', admin)), expected((o) => o.total >= 40));
-    assert.deepEqual(ids(await get('/v1/orders?minTotal=40.4', admin)), expected((o) => o.total >= 40.4));
+    assert.deepEqual(
+      ids(await get('/v1/orders?status=pending&pageSize=100', admin)),
+      expected((o) => o.status === 'pending'),
+    );
+    assert.deepEqual(
+      ids(await get(`/v1/orders?customerId=${bob.id}`, admin)),
+      expected((o) => o.customerId === bob.id),
+    );
+    assert.deepEqual(
+      ids(await get('/v1/orders?minTotal=40', admin)),
+      expected((o) => o.total >= 40),
+    );
+    assert.deepEqual(
+      ids(await get('/v1/orders?minTotal=40.4', admin)),
+      expected((o) => o.total >= 40.4),
+    );
     assert.deepEqual(
       ids(await get(`/v1/orders?status=pending&customerId=${alice.id}&minTotal=30`, admin)),
       expected((o) => o.status === 'pending' && o.customerId === alice.id && o.total >= 30),
@@ -101,19 +145,53 @@ describe('GET /orders', () => {
     const cases: [string, [keyof Order, 'asc' | 'desc'][]][] = [
       ['total', [['total', 'asc']]],
       ['-total', [['total', 'desc']]],
-      ['-total,id', [['total', 'desc'], ['id', 'asc']]],
-      ['-total,-id', [['total', 'desc'], ['id', 'desc']]],
+      [
+        '-total,id',
+        [
+          ['total', 'desc'],
+          ['id', 'asc'],
+        ],
+      ],
+      [
+        '-total,-id',
+        [
+          ['total', 'desc'],
+          ['id', 'desc'],
+        ],
+      ],
       ['createdAt', [['createdAt', 'asc']]],
       ['-createdAt', [['createdAt', 'desc']]],
-      ['-createdAt,total', [['createdAt', 'desc'], ['total', 'asc']]],
-      ['status,-total', [['status', 'asc'], ['total', 'desc']]],
-      ['-status,createdAt,-id', [['status', 'desc'], ['createdAt', 'asc'], ['id', 'desc']]],
+      [
+        '-createdAt,total',
+        [
+          ['createdAt', 'desc'],
+          ['total', 'asc'],
+        ],
+      ],
+      [
+        'status,-total',
+        [
+          ['status', 'asc'],
+          ['total', 'desc'],
+        ],
+      ],
+      [
+        '-status,createdAt,-id',
+        [
+          ['status', 'desc'],
+          ['createdAt', 'asc'],
+          ['id', 'desc'],
+        ],
+      ],
       ['-id', [['id', 'desc']]],
       ['updatedAt', [['updatedAt', 'asc']]],
     ];
     for (const [sort, keys] of cases) {
       it(`sort=${sort}`, async () => {
-        assert.deepEqual(ids(await get(`/v1/orders?sort=${sort}&pageSize=100`, admin)), expected(() => true, ...keys));
+        assert.deepEqual(
+          ids(await get(`/v1/orders?sort=${sort}&pageSize=100`, admin)),
+          expected(() => true, ...keys),
+        );
       });
     }
   });
@@ -130,20 +208,28 @@ describe('GET /orders', () => {
         page += 1;
       } while (page <= pageCount);
       assert.equal(pageCount, 3);
-      assert.deepEqual([...seen].sort((a, b) => a - b), expected(() => true));
+      assert.deepEqual(
+        [...seen].sort((a, b) => a - b),
+        expected(() => true),
+      );
       assert.equal(new Set(seen).size, 12, sort);
     }
   });
 
   it('links the pages', async () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
-    assert.equal(response.headers.get('link'),
+    assert.equal(
+      response.headers.get('link'),
       '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", </v1/orders?status=pending&pageSize=2&page=1>; rel="prev", ' +
-      '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", </v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"');
+        '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", </v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"',
+    );
   });
 
   it('answers a page past the last with empty data and the true total', async () => {
-    assert.deepEqual(await get('/v1/orders?status=paid&page=9', admin), { data: [], meta: { total: 3, page: 9, pageSize: 20, pageCount: 1 } });
+    assert.deepEqual(await get('/v1/orders?status=paid&page=9', admin), {
+      data: [],
+      meta: { total: 3, page: 9, pageSize: 20, pageCount: 1 },
+    });
   });
 
   describe('answers 400 invalid-query', () => {
@@ -169,7 +255,10 @@ describe('GET /orders', () => {
         assert.equal(response.status, 400);
         const body = await response.json();
         assert.equal(body.type, '/problems/invalid-query');
-        assert.deepEqual(body.errors.map((e: { parameter: string }) => e.parameter), parameters);
+        assert.deepEqual(
+          body.errors.map((e: { parameter: string }) => e.parameter),
+          parameters,
+        );
       });
     }
   });
@@ -177,12 +266,22 @@ describe('GET /orders', () => {
 
 describe('GET /users/{id}/orders', () => {
   it("lists that user's orders with the same parameters", async () => {
-    assert.deepEqual(ids(await get(`/v1/users/${bob.id}/orders?sort=-total`, admin)), expected((o) => o.customerId === bob.id, ['total', 'desc']));
-    assert.deepEqual(ids(await get(`/v1/users/${alice.id}/orders?status=pending`, alice)), expected((o) => o.customerId === alice.id && o.status === 'pending'));
+    assert.deepEqual(
+      ids(await get(`/v1/users/${bob.id}/orders?sort=-total`, admin)),
+      expected((o) => o.customerId === bob.id, ['total', 'desc']),
+    );
+    assert.deepEqual(
+      ids(await get(`/v1/users/${alice.id}/orders?status=pending`, alice)),
+      expected((o) => o.customerId === alice.id && o.status === 'pending'),
+    );
   });
 
   it("answers 404 for another customer's path and for an unknown user", async () => {
-    for (const [path, who] of [[`/v1/users/${bob.id}/orders`, alice], ['/v1/users/99999999/orders', admin], ['/v1/users/99999999/orders', alice]] as const) {
+    for (const [path, who] of [
+      [`/v1/users/${bob.id}/orders`, alice],
+      ['/v1/users/99999999/orders', admin],
+      ['/v1/users/99999999/orders', alice],
+    ] as const) {
       const response = await t.fetch(path, { headers: bearer(who.token) });
       assert.equal(response.status, 404, path);
       assert.equal((await response.json()).type, '/problems/not-found');
@@ -220,7 +319,10 @@ describe('GET /order-items', () => {
     const all = await get('/v1/order-items?pageSize=100', admin);
     assert.equal(all.meta.total, 24);
     const allIds = ids(all);
-    assert.deepEqual(allIds, [...allIds].sort((a, b) => a - b));
+    assert.deepEqual(
+      allIds,
+      [...allIds].sort((a, b) => a - b),
+    );
     assert.deepEqual(ids(await get('/v1/order-items?pageSize=100&sort=-id', admin)), [...allIds].reverse());
   });
 
@@ -233,11 +335,18 @@ describe('GET /order-items', () => {
 
 describe('POST /users', () => {
   it('creates a user: 201, Location, the user', async () => {
-    const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json' }, body: JSON.stringify({ email: 'new.user@example.com', name: 'New User' }) });
+    const response = await t.fetch('/v1/users', {
+      method: 'POST',
+      headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'new.user@example.com', name: 'New User' }),
+    });
     assert.equal(response.status, 201);
     const user = await response.json();
     assert.equal(response.headers.get('location'), `/v1/users/${user.id}`);
-    assert.deepEqual({ ...user, id: 0, createdAt: '' }, { id: 0, email: 'new.user@example.com', name: 'New User', role: 'customer', createdAt: '' });
+    assert.deepEqual(
+      { ...user, id: 0, createdAt: '' },
+      { id: 0, email: 'new.user@example.com', name: 'New User', role: 'customer', createdAt: '' },
+    );
   });
 
   it('refuses a taken address, an unknown member and a bad role with 422', async () => {
@@ -248,22 +357,44 @@ describe('POST /users', () => {
       [{ email: 'nope', name: 'X' }, '/email'],
       [{ email: 'x@example.com', name: '' }, '/name'],
     ] as const) {
-      const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const response = await t.fetch('/v1/users', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       assert.equal(response.status, 422, JSON.stringify(body));
-      assert.deepEqual((await response.json()).errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+      assert.deepEqual(
+        (await response.json()).errors.map((e: { pointer: string }) => e.pointer),
+        [pointer],
+      );
     }
   });
 
   it('refuses strings a database cannot store (U+0000, unpaired surrogates) with 422, never 500', async () => {
-    for (const [body, pointer] of [['{"email":"nul@example.com","name":"a\\u0000b"}', '/name'], ['{"email":"s@example.com","name":"a\\ud800b"}', '/name'], ['{"email":"k@example.com","name":"K","\\u0000":1}', '/\u0000']] as const) {
-      const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json' }, body });
+    for (const [body, pointer] of [
+      ['{"email":"nul@example.com","name":"a\\u0000b"}', '/name'],
+      ['{"email":"s@example.com","name":"a\\ud800b"}', '/name'],
+      ['{"email":"k@example.com","name":"K","\\u0000":1}', '/\u0000'],
+    ] as const) {
+      const response = await t.fetch('/v1/users', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+        body,
+      });
       assert.equal(response.status, 422, body);
-      assert.deepEqual((await response.json()).errors.map((e: { pointer: string }) => e.pointer), [pointer]);
+      assert.deepEqual(
+        (await response.json()).errors.map((e: { pointer: string }) => e.pointer),
+        [pointer],
+      );
     }
   });
 
   it('refuses a customer, even one whose token has users:write: 403', async () => {
-    const response = await t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: JSON.stringify({ email: 'sneaky@example.com', name: 'S' }) });
+    const response = await t.fetch('/v1/users', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'sneaky@example.com', name: 'S' }),
+    });
     assert.equal(response.status, 403);
     assert.equal((await response.json()).type, '/problems/forbidden');
   });

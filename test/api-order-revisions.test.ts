@@ -1,5 +1,5 @@
 /**
- * An order's entity tag comes from its revision (SPEC §9;
+ * An order's entity tag comes from its revision (contract §9;
  * sql/migrations/0008_order_revision.sql), over the real server on the
  * database of this run: every kind of change, by this service or around it,
  * changes the tag; each version and media type has its own; If-None-Match is
@@ -17,7 +17,9 @@ import { bearer, startTestServer, type Account, type TestServer } from './suppor
 
 const V1 = 'application/vnd.orders.v1+json';
 const V2 = 'application/vnd.orders.v2+json';
-const REAL_ONLY = REAL_SERVER_URL ? false : 'needs a real PostgreSQL server (the embedded one lives inside this process)';
+const REAL_ONLY = REAL_SERVER_URL
+  ? false
+  : 'needs a real PostgreSQL server (the embedded one lives inside this process)';
 
 let t: TestServer;
 let admin: Account;
@@ -26,7 +28,11 @@ let bob: Account;
 let keys = 0;
 
 before(async () => {
-  t = await startTestServer({ CACHE_MAX_AGE: '30', V1_DEPRECATED_AT: '2026-12-01T00:00:00Z', V1_SUNSET_AT: '2099-06-01T00:00:00Z' });
+  t = await startTestServer({
+    CACHE_MAX_AGE: '30',
+    V1_DEPRECATED_AT: '2026-12-01T00:00:00Z',
+    V1_SUNSET_AT: '2099-06-01T00:00:00Z',
+  });
   admin = await t.user('admin');
   alice = await t.user('customer');
   bob = await t.user('customer');
@@ -47,13 +53,26 @@ type Variant = (typeof VARIANTS)[number];
 const json = { 'content-type': 'application/json' };
 
 async function newOrder(who: Account = alice): Promise<{ id: number; total: number }> {
-  const response = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), ...json }, body: '{"items":[{"productId":1,"qty":2},{"productId":2,"qty":1}]}' });
+  const response = await t.fetch('/v1/orders', {
+    method: 'POST',
+    headers: { ...bearer(who.token), ...json },
+    body: '{"items":[{"productId":1,"qty":2},{"productId":2,"qty":1}]}',
+  });
   assert.equal(response.status, 201);
   return response.json();
 }
 
-function get(id: number, variant: Variant = VARIANTS[0], headers: Record<string, string> = {}, who: Account = admin, method = 'GET') {
-  return t.fetch(`${variant.path}/orders/${id}`, { method, headers: { ...bearer(who.token), ...(variant.accept ? { accept: variant.accept } : {}), ...headers } });
+function get(
+  id: number,
+  variant: Variant = VARIANTS[0],
+  headers: Record<string, string> = {},
+  who: Account = admin,
+  method = 'GET',
+) {
+  return t.fetch(`${variant.path}/orders/${id}`, {
+    method,
+    headers: { ...bearer(who.token), ...(variant.accept ? { accept: variant.accept } : {}), ...headers },
+  });
 }
 
 async function tagOf(id: number, variant: Variant = VARIANTS[0], who: Account = admin): Promise<string> {
@@ -65,7 +84,11 @@ async function tagOf(id: number, variant: Variant = VARIANTS[0], who: Account = 
 const tagsOf = (id: number) => Promise.all(VARIANTS.map((variant) => tagOf(id, variant)));
 
 function patch(id: number, body: string, who: Account = alice, headers: Record<string, string> = {}, path = '/v1') {
-  return t.fetch(`${path}/orders/${id}`, { method: 'PATCH', headers: { ...bearer(who.token), ...json, ...headers }, body });
+  return t.fetch(`${path}/orders/${id}`, {
+    method: 'PATCH',
+    headers: { ...bearer(who.token), ...json, ...headers },
+    body,
+  });
 }
 
 /**
@@ -115,7 +138,10 @@ describe('one order, one tag per version and media type', () => {
     assert.equal(new Set(tags).size, 4, tags.join(' '));
     for (const tag of tags) assert.match(tag, /^"[\x21\x23-\x7e]+"$/);
     // The placement of the version does not matter, only the representation: /orders with Accept v2 is /v2 in the vendor type.
-    assert.equal((await t.fetch(`/orders/${id}`, { headers: { ...bearer(admin.token), accept: V2 } })).headers.get('etag'), tags[3]);
+    assert.equal(
+      (await t.fetch(`/orders/${id}`, { headers: { ...bearer(admin.token), accept: V2 } })).headers.get('etag'),
+      tags[3],
+    );
     assert.equal((await t.fetch(`/orders/${id}`, { headers: bearer(admin.token) })).headers.get('etag'), tags[0]);
   });
 
@@ -130,19 +156,32 @@ describe('one order, one tag per version and media type', () => {
     }
   });
 
-  it('answers a write with the tag a GET of the new state then gives, in the write\'s version and media type', async () => {
-    const created = await t.fetch('/v2/orders', { method: 'POST', headers: { ...bearer(alice.token), ...json, accept: V2 }, body: '{"items":[{"productId":3,"qty":1}]}' });
+  it("answers a write with the tag a GET of the new state then gives, in the write's version and media type", async () => {
+    const created = await t.fetch('/v2/orders', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), ...json, accept: V2 },
+      body: '{"items":[{"productId":3,"qty":1}]}',
+    });
     const { id } = await created.json();
     assert.equal(created.headers.get('etag'), await tagOf(id, VARIANTS[3]));
     const patched = await patch(id, '{"items":[{"productId":3,"qty":2}]}', alice, { accept: V1 });
     assert.equal(patched.headers.get('etag'), await tagOf(id, VARIANTS[1]));
-    const put = await t.fetch(`/v2/orders/${id}`, { method: 'PUT', headers: { ...bearer(alice.token), ...json }, body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 4, qty: 1 }] }) });
+    const put = await t.fetch(`/v2/orders/${id}`, {
+      method: 'PUT',
+      headers: { ...bearer(alice.token), ...json },
+      body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 4, qty: 1 }] }),
+    });
     assert.equal(put.headers.get('etag'), await tagOf(id, VARIANTS[2]));
   });
 
   it('replays a keyed POST with its stored tag, which still revalidates while the order is unchanged', async () => {
     const key = `revision-replay-${process.pid}-${++keys}`;
-    const send = () => t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), ...json, 'idempotency-key': key }, body: '{"items":[{"productId":5,"qty":1}]}' });
+    const send = () =>
+      t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(alice.token), ...json, 'idempotency-key': key },
+        body: '{"items":[{"productId":5,"qty":1}]}',
+      });
     const first = await send();
     const again = await send();
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -155,27 +194,68 @@ describe('one order, one tag per version and media type', () => {
 
 describe('every kind of change changes the tag', () => {
   /** Each change to a fresh pending order of alice's (items: product 1 × 2, product 2 × 1); its response, when it is an order write. */
-  const CHANGES: { name: string; skip?: string | false; change(order: { id: number; total: number }): Promise<Response | void> }[] = [
+  const CHANGES: {
+    name: string;
+    skip?: string | false;
+    change(order: { id: number; total: number }): Promise<Response | void>;
+  }[] = [
     { name: 'PATCH of the status', change: ({ id }) => patch(id, '{"status":"cancelled"}') },
-    { name: 'PATCH of the items', change: ({ id }) => patch(id, '{"items":[{"productId":1,"qty":3},{"productId":2,"qty":1}]}') },
-    { name: 'PATCH of one item\'s quantity only', change: ({ id }) => patch(id, '{"items":[{"productId":2,"qty":1},{"productId":1,"qty":1}]}') },
-    { name: 'PATCH of the customer (admin)', change: ({ id }) => patch(id, JSON.stringify({ customerId: bob.id }), admin) },
+    {
+      name: 'PATCH of the items',
+      change: ({ id }) => patch(id, '{"items":[{"productId":1,"qty":3},{"productId":2,"qty":1}]}'),
+    },
+    {
+      name: "PATCH of one item's quantity only",
+      change: ({ id }) => patch(id, '{"items":[{"productId":2,"qty":1},{"productId":1,"qty":1}]}'),
+    },
+    {
+      name: 'PATCH of the customer (admin)',
+      change: ({ id }) => patch(id, JSON.stringify({ customerId: bob.id }), admin),
+    },
     {
       name: 'PUT',
-      change: ({ id }) => t.fetch(`/v1/orders/${id}`, { method: 'PUT', headers: { ...bearer(alice.token), ...json }, body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 3, qty: 1 }] }) }),
+      change: ({ id }) =>
+        t.fetch(`/v1/orders/${id}`, {
+          method: 'PUT',
+          headers: { ...bearer(alice.token), ...json },
+          body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 3, qty: 1 }] }),
+        }),
     },
     {
       name: 'a payment (the order moves to paid)',
       async change({ id, total }) {
-        const paid = await t.fetch('/v1/payments', { method: 'POST', headers: { ...bearer(alice.token), ...json, 'idempotency-key': `revision-pay-${process.pid}-${++keys}` }, body: JSON.stringify({ orderId: id, amount: total, currency: 'EUR' }) });
+        const paid = await t.fetch('/v1/payments', {
+          method: 'POST',
+          headers: { ...bearer(alice.token), ...json, 'idempotency-key': `revision-pay-${process.pid}-${++keys}` },
+          body: JSON.stringify({ orderId: id, amount: total, currency: 'EUR' }),
+        });
         assert.equal(paid.status, 201);
       },
     },
-    { name: 'an item\'s quantity set straight in the database', change: async ({ id }) => void (await t.server.db.sql`UPDATE order_items SET qty = qty + 1 WHERE order_id = ${id} AND product_id = 2`) },
-    { name: 'an item inserted straight in the database', change: async ({ id }) => void (await t.server.db.sql`INSERT INTO order_items (order_id, product_id, qty, unit_price) VALUES (${id}, 3, 1, 19.95)`) },
-    { name: 'an item deleted straight in the database', change: async ({ id }) => void (await t.server.db.sql`DELETE FROM order_items WHERE order_id = ${id} AND product_id = 2`) },
-    { name: 'the order row updated straight in the database', change: async ({ id }) => void (await t.server.db.sql`UPDATE orders SET status = 'cancelled' WHERE id = ${id}`) },
-    { name: 'an UPDATE that tries to set the revision back', change: async ({ id }) => void (await t.server.db.sql`UPDATE orders SET revision = 1 WHERE id = ${id}`) },
+    {
+      name: "an item's quantity set straight in the database",
+      change: async ({ id }) =>
+        void (await t.server.db.sql`UPDATE order_items SET qty = qty + 1 WHERE order_id = ${id} AND product_id = 2`),
+    },
+    {
+      name: 'an item inserted straight in the database',
+      change: async ({ id }) =>
+        void (await t.server.db
+          .sql`INSERT INTO order_items (order_id, product_id, qty, unit_price) VALUES (${id}, 3, 1, 19.95)`),
+    },
+    {
+      name: 'an item deleted straight in the database',
+      change: async ({ id }) =>
+        void (await t.server.db.sql`DELETE FROM order_items WHERE order_id = ${id} AND product_id = 2`),
+    },
+    {
+      name: 'the order row updated straight in the database',
+      change: async ({ id }) => void (await t.server.db.sql`UPDATE orders SET status = 'cancelled' WHERE id = ${id}`),
+    },
+    {
+      name: 'an UPDATE that tries to set the revision back',
+      change: async ({ id }) => void (await t.server.db.sql`UPDATE orders SET revision = 1 WHERE id = ${id}`),
+    },
     {
       name: 'a change by another connection, in a transaction of several statements',
       skip: REAL_ONLY,
@@ -197,7 +277,11 @@ describe('every kind of change changes the tag', () => {
       async change({ id }) {
         const service = await startService({ DATABASE_URL: t.database.url, RATE_LIMIT: 'off', LOG_LEVEL: 'warn' });
         try {
-          const response = await fetch(`${service.url}/v1/orders/${id}`, { method: 'PATCH', headers: { ...bearer(alice.token), ...json }, body: '{"items":[{"productId":1,"qty":4}]}' });
+          const response = await fetch(`${service.url}/v1/orders/${id}`, {
+            method: 'PATCH',
+            headers: { ...bearer(alice.token), ...json },
+            body: '{"items":[{"productId":1,"qty":4}]}',
+          });
           assert.equal(response.status, 200, await response.clone().text());
           return response;
         } finally {
@@ -210,7 +294,9 @@ describe('every kind of change changes the tag', () => {
   ];
 
   for (const { name, skip, change } of CHANGES) {
-    it(`${name}: every representation gets a new tag, the old one revalidates no more`, { skip: skip ?? false }, async () => {
+    it(`${name}: every representation gets a new tag, the old one revalidates no more`, {
+      skip: skip ?? false,
+    }, async () => {
       const order = await newOrder();
       const before = await tagsOf(order.id);
       const response = await change(order);
@@ -221,7 +307,11 @@ describe('every kind of change changes the tag', () => {
         const stale = await get(order.id, variant, { 'if-none-match': before[i] as string });
         assert.equal(stale.status, 200, `${variant.name}: the old tag`);
         assert.equal(stale.headers.get('etag'), after[i]);
-        assert.equal((await get(order.id, variant, { 'if-none-match': after[i] as string })).status, 304, `${variant.name}: the new tag`);
+        assert.equal(
+          (await get(order.id, variant, { 'if-none-match': after[i] as string })).status,
+          304,
+          `${variant.name}: the new tag`,
+        );
       }
       assert.equal(new Set(after).size, 4);
       // A write through the API answers the tag of the state it made (v1, application/json here).
@@ -256,8 +346,15 @@ describe('If-None-Match on an order, answered from its revision', () => {
         const response = await get(id, variant, { 'if-none-match': tag }, admin, method);
         assert.equal(response.status, 304, `${variant.name} ${method}`);
         const v1 = variant.path === '/v1';
-        assert.deepEqual(namesOf(response), ['cache-control', ...(v1 ? ['deprecation'] : []), 'etag', ...(v1 ? ['link', 'sunset'] : []), 'vary']);
-        for (const name of namesOf(response)) assert.equal(response.headers.get(name), full.headers.get(name), `${variant.name} ${method} ${name}`);
+        assert.deepEqual(namesOf(response), [
+          'cache-control',
+          ...(v1 ? ['deprecation'] : []),
+          'etag',
+          ...(v1 ? ['link', 'sunset'] : []),
+          'vary',
+        ]);
+        for (const name of namesOf(response))
+          assert.equal(response.headers.get(name), full.headers.get(name), `${variant.name} ${method} ${name}`);
         assert.equal(response.headers.get('cache-control'), 'private, max-age=30');
         assert.equal(response.headers.get('vary'), 'Accept, Authorization');
         assert.equal(await response.text(), '');
@@ -276,8 +373,13 @@ describe('If-None-Match on an order, answered from its revision', () => {
   it('runs one revision lookup for a 304, and builds the order only for a 200', async () => {
     const { id } = await newOrder();
     const tag = await tagOf(id);
-    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': tag })), ['GetOrderRevision']);
-    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': '"old"' })), ['GetOrderRevision', 'GetOrderJson']);
+    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': tag })), [
+      'GetOrderRevision',
+    ]);
+    assert.deepEqual(await orderStatementsOf(() => get(id, VARIANTS[0], { 'if-none-match': '"old"' })), [
+      'GetOrderRevision',
+      'GetOrderJson',
+    ]);
     assert.deepEqual(await orderStatementsOf(() => get(id)), ['GetOrderJson']);
   });
 
@@ -327,22 +429,39 @@ describe('If-Match on an order, compared with the revision under the row lock', 
     assert.equal((await patch(id, '{"items":[{"productId":1,"qty":7}]}', alice, { 'if-match': '*' })).status, 200);
   });
 
-  it('compares the tag of the request\'s version and media type', async () => {
+  it("compares the tag of the request's version and media type", async () => {
     const { id } = await newOrder();
     const [v1json, v1vendor, v2json] = await tagsOf(id);
-    assert.equal((await patch(id, '{"status":"pending"}', alice, { 'if-match': v1vendor as string })).status, 412, 'a vendor-type tag on an application/json request');
-    assert.equal((await patch(id, '{"status":"pending"}', alice, { 'if-match': v2json as string })).status, 412, 'a v2 tag on a v1 request');
-    assert.equal((await patch(id, '{"status":"pending"}', alice, { 'if-match': v1vendor as string, accept: V1 })).status, 200);
+    assert.equal(
+      (await patch(id, '{"status":"pending"}', alice, { 'if-match': v1vendor as string })).status,
+      412,
+      'a vendor-type tag on an application/json request',
+    );
+    assert.equal(
+      (await patch(id, '{"status":"pending"}', alice, { 'if-match': v2json as string })).status,
+      412,
+      'a v2 tag on a v1 request',
+    );
+    assert.equal(
+      (await patch(id, '{"status":"pending"}', alice, { 'if-match': v1vendor as string, accept: V1 })).status,
+      200,
+    );
     assert.equal((await patch(id, '{"status":"pending"}', alice, { 'if-match': v1json as string })).status, 200);
   });
 
   it('checks PUT and DELETE too, and refuses another customer with 404 even with *', async () => {
     const { id } = await newOrder();
     const tag = await tagOf(id, VARIANTS[2]);
-    const put = (ifMatch: string) => t.fetch(`/v2/orders/${id}`, { method: 'PUT', headers: { ...bearer(alice.token), ...json, 'if-match': ifMatch }, body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 6, qty: 1 }] }) });
+    const put = (ifMatch: string) =>
+      t.fetch(`/v2/orders/${id}`, {
+        method: 'PUT',
+        headers: { ...bearer(alice.token), ...json, 'if-match': ifMatch },
+        body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 6, qty: 1 }] }),
+      });
     assert.equal((await put(tag)).status, 200);
     assert.equal((await put(tag)).status, 412, 'the PUT changed it');
-    const del = (who: Account, ifMatch: string) => t.fetch(`/v2/orders/${id}`, { method: 'DELETE', headers: { ...bearer(who.token), 'if-match': ifMatch } });
+    const del = (who: Account, ifMatch: string) =>
+      t.fetch(`/v2/orders/${id}`, { method: 'DELETE', headers: { ...bearer(who.token), 'if-match': ifMatch } });
     assert.equal((await del(bob, '*')).status, 404);
     assert.equal((await del(alice, tag)).status, 412);
     assert.equal((await del(alice, await tagOf(id, VARIANTS[2]))).status, 204);

@@ -1,5 +1,5 @@
 /**
- * Payments and idempotency keys (SPEC §4, §7) over HTTP, on the database of
+ * Payments and idempotency keys (contract §4, §7) over HTTP, on the database of
  * this run: the rules, the replay, and the concurrency and fault proofs.
  */
 import assert from 'node:assert/strict';
@@ -24,14 +24,22 @@ after(async () => {
 });
 
 async function order(who: Account, items = [{ productId: 1, qty: 2 }]): Promise<{ id: number; total: number }> {
-  const response = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: JSON.stringify({ items }) });
+  const response = await t.fetch('/v1/orders', {
+    method: 'POST',
+    headers: { ...bearer(who.token), 'content-type': 'application/json' },
+    body: JSON.stringify({ items }),
+  });
   return response.json();
 }
 
 function pay(who: Account, body: unknown, key: string | null, version = 'v1', server: TestServer = t) {
   return server.fetch(`/${version}/payments`, {
     method: 'POST',
-    headers: { ...bearer(who.token), 'content-type': 'application/json', ...(key === null ? {} : { 'idempotency-key': key }) },
+    headers: {
+      ...bearer(who.token),
+      'content-type': 'application/json',
+      ...(key === null ? {} : { 'idempotency-key': key }),
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
@@ -44,8 +52,10 @@ async function problem(response: Response, status: number, type: string) {
   return body;
 }
 
-const countPayments = async (orderId: number) => (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${orderId}`)[0]!.n;
-const statusOf = async (orderId: number) => (await t.server.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`)[0]!.status;
+const countPayments = async (orderId: number) =>
+  (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${orderId}`)[0]!.n;
+const statusOf = async (orderId: number) =>
+  (await t.server.db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${orderId}`)[0]!.status;
 
 describe('POST /payments', () => {
   it('pays a pending order: 201, Location, the payment, and the order is paid', async () => {
@@ -56,7 +66,10 @@ describe('POST /payments', () => {
     assert.equal(response.headers.get('location'), `/v1/payments/${payment.id}`);
     assert.match(response.headers.get('etag') ?? '', /^"/);
     assert.equal(response.headers.get('idempotent-replayed'), null);
-    assert.deepEqual({ ...payment, id: 0, createdAt: '' }, { id: 0, orderId: o.id, amount: 25, currency: 'EUR', status: 'succeeded', createdAt: '' });
+    assert.deepEqual(
+      { ...payment, id: 0, createdAt: '' },
+      { id: 0, orderId: o.id, amount: 25, currency: 'EUR', status: 'succeeded', createdAt: '' },
+    );
     assert.equal(await statusOf(o.id), 'paid');
     const fetched = await t.fetch(`/v1/payments/${payment.id}`, { headers: bearer(alice.token) });
     assert.deepEqual(await fetched.json(), payment);
@@ -72,7 +85,11 @@ describe('POST /payments', () => {
 
   it('requires the Idempotency-Key: 400 idempotency-key-missing', async () => {
     const o = await order(alice);
-    await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, null), 400, 'idempotency-key-missing');
+    await problem(
+      await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, null),
+      400,
+      'idempotency-key-missing',
+    );
     assert.equal(await countPayments(o.id), 0);
   });
 
@@ -96,13 +113,29 @@ describe('POST /payments', () => {
 
   it('answers 422 when the amount differs by a cent or the currency differs', async () => {
     const o = await order(alice);
-    const cent = await problem(await pay(alice, { orderId: o.id, amount: 24.99, currency: 'EUR' }, newKey()), 422, 'validation');
+    const cent = await problem(
+      await pay(alice, { orderId: o.id, amount: 24.99, currency: 'EUR' }, newKey()),
+      422,
+      'validation',
+    );
     assert.deepEqual(cent.errors, [{ pointer: '/amount', detail: 'must equal the order total, 25.00' }]);
-    const floaty = await problem(await pay(alice, { orderId: o.id, amount: 25.001, currency: 'EUR' }, newKey()), 422, 'validation');
+    const floaty = await problem(
+      await pay(alice, { orderId: o.id, amount: 25.001, currency: 'EUR' }, newKey()),
+      422,
+      'validation',
+    );
     assert.equal(floaty.errors[0].pointer, '/amount');
-    const usd = await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'USD' }, newKey()), 422, 'validation');
+    const usd = await problem(
+      await pay(alice, { orderId: o.id, amount: 25, currency: 'USD' }, newKey()),
+      422,
+      'validation',
+    );
     assert.deepEqual(usd.errors, [{ pointer: '/currency', detail: "must be the order's currency, EUR" }]);
-    const v2 = await problem(await pay(alice, { orderId: o.id, amount: { amount: '25.01', currency: 'EUR' } }, newKey(), 'v2'), 422, 'validation');
+    const v2 = await problem(
+      await pay(alice, { orderId: o.id, amount: { amount: '25.01', currency: 'EUR' } }, newKey(), 'v2'),
+      422,
+      'validation',
+    );
     assert.deepEqual(v2.errors, [{ pointer: '/amount/amount', detail: 'must equal the order total, 25.00' }]);
     assert.equal(await countPayments(o.id), 0);
     assert.equal(await statusOf(o.id), 'pending');
@@ -110,16 +143,36 @@ describe('POST /payments', () => {
 
   it('refuses bodies of the wrong version or shape with 422', async () => {
     const o = await order(alice);
-    await problem(await pay(alice, { orderId: o.id, amount: { amount: '25.00', currency: 'EUR' } }, newKey(), 'v1'), 422, 'validation');
+    await problem(
+      await pay(alice, { orderId: o.id, amount: { amount: '25.00', currency: 'EUR' } }, newKey(), 'v1'),
+      422,
+      'validation',
+    );
     await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, newKey(), 'v2'), 422, 'validation');
-    await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR', status: 'succeeded' }, newKey()), 422, 'validation');
-    await problem(await pay(alice, { orderId: o.id, amount: { amount: '25', currency: 'eur' } }, newKey(), 'v2'), 422, 'validation');
+    await problem(
+      await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR', status: 'succeeded' }, newKey()),
+      422,
+      'validation',
+    );
+    await problem(
+      await pay(alice, { orderId: o.id, amount: { amount: '25', currency: 'eur' } }, newKey(), 'v2'),
+      422,
+      'validation',
+    );
   });
 
   it("answers an unknown or another customer's order with 422 at /orderId, alike", async () => {
     const theirs = await order(bob);
-    const other = await problem(await pay(alice, { orderId: theirs.id, amount: 25, currency: 'EUR' }, newKey()), 422, 'validation');
-    const missing = await problem(await pay(alice, { orderId: 99999999, amount: 25, currency: 'EUR' }, newKey()), 422, 'validation');
+    const other = await problem(
+      await pay(alice, { orderId: theirs.id, amount: 25, currency: 'EUR' }, newKey()),
+      422,
+      'validation',
+    );
+    const missing = await problem(
+      await pay(alice, { orderId: 99999999, amount: 25, currency: 'EUR' }, newKey()),
+      422,
+      'validation',
+    );
     assert.deepEqual(other.errors, [{ pointer: '/orderId', detail: `there is no order ${theirs.id}` }]);
     assert.deepEqual(missing.errors, [{ pointer: '/orderId', detail: 'there is no order 99999999' }]);
     assert.equal(await countPayments(theirs.id), 0);
@@ -128,12 +181,24 @@ describe('POST /payments', () => {
   it('answers 409 order-not-payable for an order that is not pending', async () => {
     const o = await order(alice);
     assert.equal((await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, newKey())).status, 201);
-    const body = await problem(await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, newKey()), 409, 'order-not-payable');
+    const body = await problem(
+      await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, newKey()),
+      409,
+      'order-not-payable',
+    );
     assert.equal(body.detail, `Order ${o.id} is paid; only a pending order can be paid.`);
     assert.equal(await countPayments(o.id), 1);
     const cancelled = await order(alice);
-    await t.fetch(`/v1/orders/${cancelled.id}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"status":"cancelled"}' });
-    await problem(await pay(alice, { orderId: cancelled.id, amount: 25, currency: 'EUR' }, newKey()), 409, 'order-not-payable');
+    await t.fetch(`/v1/orders/${cancelled.id}`, {
+      method: 'PATCH',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+      body: '{"status":"cancelled"}',
+    });
+    await problem(
+      await pay(alice, { orderId: cancelled.id, amount: 25, currency: 'EUR' }, newKey()),
+      409,
+      'order-not-payable',
+    );
   });
 
   it('lets an admin pay any order', async () => {
@@ -150,7 +215,7 @@ describe('POST /payments', () => {
   });
 });
 
-describe('idempotency (SPEC §7)', () => {
+describe('idempotency (contract §7)', () => {
   it('replays the stored result byte for byte, Location and ETag included, and changes nothing', async () => {
     const o = await order(alice);
     const key = newKey();
@@ -172,22 +237,49 @@ describe('idempotency (SPEC §7)', () => {
     const o = await order(alice);
     const key = newKey();
     assert.equal((await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, key)).status, 201);
-    await problem(await pay(alice, { orderId: o.id, amount: 26, currency: 'EUR' }, key), 422, 'idempotency-key-mismatch');
-    await problem(await pay(alice, { orderId: o.id, amount: { amount: '25.00', currency: 'EUR' } }, key, 'v2'), 422, 'idempotency-key-mismatch');
-    const asOrder = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key }, body: '{"items":[{"productId":1,"qty":1}]}' });
+    await problem(
+      await pay(alice, { orderId: o.id, amount: 26, currency: 'EUR' }, key),
+      422,
+      'idempotency-key-mismatch',
+    );
+    await problem(
+      await pay(alice, { orderId: o.id, amount: { amount: '25.00', currency: 'EUR' } }, key, 'v2'),
+      422,
+      'idempotency-key-mismatch',
+    );
+    const asOrder = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key },
+      body: '{"items":[{"productId":1,"qty":1}]}',
+    });
     await problem(asOrder, 422, 'idempotency-key-mismatch');
   });
 
   it('tells apart the versions negotiated by Accept: a replay never changes version', async () => {
     const key = newKey();
-    const send = (accept: string | undefined) => t.fetch('/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key, ...(accept ? { accept } : {}) }, body: '{"items":[{"productId":2,"qty":1}]}' });
+    const send = (accept: string | undefined) =>
+      t.fetch('/orders', {
+        method: 'POST',
+        headers: {
+          ...bearer(alice.token),
+          'content-type': 'application/json',
+          'idempotency-key': key,
+          ...(accept ? { accept } : {}),
+        },
+        body: '{"items":[{"productId":2,"qty":1}]}',
+      });
     assert.equal((await send('application/vnd.orders.v2+json')).status, 201);
     await problem(await send(undefined), 422, 'idempotency-key-mismatch');
   });
 
   it('replays a stored refusal with Cache-Control: no-store', async () => {
     const key = newKey();
-    const send = () => t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key }, body: '{"items":[{"productId":999999,"qty":1}]}' });
+    const send = () =>
+      t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key },
+        body: '{"items":[{"productId":999999,"qty":1}]}',
+      });
     assert.equal((await send()).status, 422);
     const again = await send();
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -220,7 +312,11 @@ describe('idempotency (SPEC §7)', () => {
     const o = await order(alice);
     const key = newKey();
     await problem(await pay(alice, '{"orderId": ', key), 400, 'malformed-json');
-    const typed = await t.fetch('/v1/payments', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'text/plain', 'idempotency-key': key }, body: '{}' });
+    const typed = await t.fetch('/v1/payments', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': 'text/plain', 'idempotency-key': key },
+      body: '{}',
+    });
     await problem(typed, 415, 'unsupported-media-type');
     const response = await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, key);
     assert.equal(response.status, 201);
@@ -229,13 +325,23 @@ describe('idempotency (SPEC §7)', () => {
 
   it('makes POST /orders and POST /users idempotent too', async () => {
     const key = newKey();
-    const send = () => t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key }, body: '{"items":[{"productId":4,"qty":1}]}' });
+    const send = () =>
+      t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(alice.token), 'content-type': 'application/json', 'idempotency-key': key },
+        body: '{"items":[{"productId":4,"qty":1}]}',
+      });
     const first = await send();
     const second = await send();
     assert.equal(second.headers.get('idempotent-replayed'), 'true');
     assert.equal(await second.text(), await first.text());
     const userKey = newKey();
-    const create = () => t.fetch('/v1/users', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json', 'idempotency-key': userKey }, body: JSON.stringify({ email: `${userKey}@example.com`, name: 'Once' }) });
+    const create = () =>
+      t.fetch('/v1/users', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json', 'idempotency-key': userKey },
+        body: JSON.stringify({ email: `${userKey}@example.com`, name: 'Once' }),
+      });
     const u1 = await (await create()).json();
     const u2 = await create();
     assert.equal(u2.status, 201);
@@ -262,10 +368,20 @@ describe('idempotency (SPEC §7)', () => {
     const key = newKey();
     const body = { orderId: o.id, amount: 25, currency: 'EUR' };
     const responses = await Promise.all(Array.from({ length: 20 }, () => pay(alice, body, key)));
-    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, text: await r.text(), retryAfter: r.headers.get('retry-after') })));
+    const results = await Promise.all(
+      responses.map(async (r) => ({
+        status: r.status,
+        text: await r.text(),
+        retryAfter: r.headers.get('retry-after'),
+      })),
+    );
     const created = results.filter((r) => r.status === 201);
     const inUse = results.filter((r) => r.status === 409);
-    assert.equal(created.length + inUse.length, 20, JSON.stringify(results.filter((r) => r.status !== 201 && r.status !== 409)));
+    assert.equal(
+      created.length + inUse.length,
+      20,
+      JSON.stringify(results.filter((r) => r.status !== 201 && r.status !== 409)),
+    );
     assert.ok(created.length >= 1);
     assert.equal(new Set(created.map((r) => r.text)).size, 1, 'every 201 carries the same body');
     for (const r of inUse) {
@@ -277,7 +393,9 @@ describe('idempotency (SPEC §7)', () => {
     assert.equal(retry.status, 201);
     assert.equal(retry.headers.get('idempotent-replayed'), 'true');
     assert.equal(await retry.text(), created[0]!.text);
-    ctx.diagnostic(`20 concurrent requests, one key: ${created.length} × 201 (identical), ${inUse.length} × 409 in-use, ${await countPayments(o.id)} payment row`);
+    ctx.diagnostic(
+      `20 concurrent requests, one key: ${created.length} × 201 (identical), ${inUse.length} × 409 in-use, ${await countPayments(o.id)} payment row`,
+    );
   });
 });
 
@@ -292,9 +410,21 @@ describe('repeats of a finished idempotent request', () => {
     // On the real server the repeats run concurrently, each in its own
     // transaction: each finds the advisory lock held by another repeat.
     const responses = await Promise.all(Array.from({ length: 20 }, () => pay(alice, body, key)));
-    const results = await Promise.all(responses.map(async (r) => ({ status: r.status, replayed: r.headers.get('idempotent-replayed'), text: await r.text() })));
-    assert.deepEqual(results.map((r) => [r.status, r.replayed]), Array.from({ length: 20 }, () => [201, 'true']));
-    assert.ok(results.every((r) => r.text === firstText), 'every replay is the first answer, byte for byte');
+    const results = await Promise.all(
+      responses.map(async (r) => ({
+        status: r.status,
+        replayed: r.headers.get('idempotent-replayed'),
+        text: await r.text(),
+      })),
+    );
+    assert.deepEqual(
+      results.map((r) => [r.status, r.replayed]),
+      Array.from({ length: 20 }, () => [201, 'true']),
+    );
+    assert.ok(
+      results.every((r) => r.text === firstText),
+      'every replay is the first answer, byte for byte',
+    );
     assert.equal(await countPayments(o.id), 1);
   });
 
@@ -302,8 +432,15 @@ describe('repeats of a finished idempotent request', () => {
     const o = await order(alice);
     const key = newKey();
     assert.equal((await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, key)).status, 201);
-    const responses = await Promise.all(Array.from({ length: 10 }, (_, i) => pay(alice, { orderId: o.id, amount: i % 2 === 0 ? 25 : 26, currency: 'EUR' }, key)));
-    assert.deepEqual(responses.map((r) => r.status), Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 201 : 422)));
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        pay(alice, { orderId: o.id, amount: i % 2 === 0 ? 25 : 26, currency: 'EUR' }, key),
+      ),
+    );
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 201 : 422)),
+    );
   });
 });
 
@@ -323,21 +460,37 @@ describe('a fault after the payment insert, before commit', () => {
 
   it('leaves no payment, no stored key, the order pending; the retry with the same key succeeds', async () => {
     const who = await faulty.user('customer');
-    const created = await faulty.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":2}]}' });
+    const created = await faulty.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(who.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":2}]}',
+    });
     const o = await created.json();
     const key = 'fault-key';
     const body = { orderId: o.id, amount: 25, currency: 'EUR' };
     const failed = await pay(who, body, key, 'v1', faulty);
     assert.equal(failed.status, 500);
     const db = faulty.server.db;
-    assert.equal((await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${o.id}`)[0]!.n, 0);
-    assert.equal((await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = ${key}`)[0]!.n, 0);
-    assert.equal((await db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.id}`)[0]!.status, 'pending');
+    assert.equal(
+      (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${o.id}`)[0]!.n,
+      0,
+    );
+    assert.equal(
+      (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = ${key}`)[0]!.n,
+      0,
+    );
+    assert.equal(
+      (await db.sql<{ status: string }[]>`SELECT status FROM orders WHERE id = ${o.id}`)[0]!.status,
+      'pending',
+    );
     fail = false;
     const retry = await pay(who, body, key, 'v1', faulty);
     assert.equal(retry.status, 201);
     assert.equal(retry.headers.get('idempotent-replayed'), null);
-    assert.equal((await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${o.id}`)[0]!.n, 1);
+    assert.equal(
+      (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM payments WHERE order_id = ${o.id}`)[0]!.n,
+      1,
+    );
   });
 });
 
@@ -349,14 +502,18 @@ describe('GET /payments', () => {
     assert.equal(mine.headers.get('cache-control'), 'no-store');
     assert.deepEqual((await mine.json()).data, [paid]);
     const noFilter = await t.fetch('/v1/payments', { headers: bearer(alice.token) });
-    assert.deepEqual((await problem(noFilter, 400, 'invalid-query')).errors, [{ parameter: 'orderId', detail: 'is required for customers' }]);
+    assert.deepEqual((await problem(noFilter, 400, 'invalid-query')).errors, [
+      { parameter: 'orderId', detail: 'is required for customers' },
+    ]);
     const theirs = await t.fetch(`/v1/payments?orderId=${o.id}`, { headers: bearer(bob.token) });
     assert.deepEqual((await theirs.json()).data, []);
     await problem(await t.fetch(`/v1/payments/${paid.id}`, { headers: bearer(bob.token) }), 404, 'not-found');
   });
 
   it('lists every payment for an admin, sortable, strict about parameters', async () => {
-    const all = await (await t.fetch('/v1/payments?pageSize=100&sort=-createdAt', { headers: bearer(admin.token) })).json();
+    const all = await (
+      await t.fetch('/v1/payments?pageSize=100&sort=-createdAt', { headers: bearer(admin.token) })
+    ).json();
     assert.ok(all.meta.total >= 5);
     assert.equal((await t.fetch('/v1/payments?status=paid', { headers: bearer(admin.token) })).status, 400);
   });
@@ -366,7 +523,11 @@ describe('DELETE /orders/{id} with a payment', () => {
   it('answers 409 order-has-payments and keeps the order', async () => {
     const o = await order(alice);
     await pay(alice, { orderId: o.id, amount: 25, currency: 'EUR' }, newKey());
-    await problem(await t.fetch(`/v1/orders/${o.id}`, { method: 'DELETE', headers: bearer(admin.token) }), 409, 'order-has-payments');
+    await problem(
+      await t.fetch(`/v1/orders/${o.id}`, { method: 'DELETE', headers: bearer(admin.token) }),
+      409,
+      'order-has-payments',
+    );
     assert.equal((await t.fetch(`/v1/orders/${o.id}`, { headers: bearer(alice.token) })).status, 200);
   });
 });

@@ -1,4 +1,4 @@
-/** The public product catalog (SPEC §2, §4) over HTTP. */
+/** The public product catalog (contract §2, §4) over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startTestServer, type TestServer } from './support/server.ts';
@@ -11,8 +11,18 @@ after(async () => {
   await t.close();
 });
 
-interface ProductV1 { id: number; sku: string; name: string; price: number; currency: string; createdAt: string }
-interface Envelope<T> { data: T[]; meta: { total: number; page: number; pageSize: number; pageCount: number } }
+interface ProductV1 {
+  id: number;
+  sku: string;
+  name: string;
+  price: number;
+  currency: string;
+  createdAt: string;
+}
+interface Envelope<T> {
+  data: T[];
+  meta: { total: number; page: number; pageSize: number; pageCount: number };
+}
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -24,12 +34,20 @@ describe('GET /products', () => {
     const body = (await response.json()) as Envelope<ProductV1>;
     assert.deepEqual(body.meta, { total: 21, page: 1, pageSize: 20, pageCount: 2 });
     assert.equal(body.data.length, 20);
-    assert.deepEqual(body.data.map((p) => p.id), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      body.data.map((p) => p.id),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     assert.deepEqual(Object.keys(body.data[0]!), ['id', 'sku', 'name', 'price', 'currency', 'createdAt']);
-    assert.deepEqual({ ...body.data[2]!, createdAt: 'x' }, { id: 3, sku: 'TEE-001', name: 'Organic cotton T-shirt', price: 19.95, currency: 'EUR', createdAt: 'x' });
+    assert.deepEqual(
+      { ...body.data[2]!, createdAt: 'x' },
+      { id: 3, sku: 'TEE-001', name: 'Organic cotton T-shirt', price: 19.95, currency: 'EUR', createdAt: 'x' },
+    );
     assert.match(body.data[0]!.createdAt, TIMESTAMP);
-    assert.equal(response.headers.get('link'),
-      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"');
+    assert.equal(
+      response.headers.get('link'),
+      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"',
+    );
   });
 
   it('serves the unversioned path as version 1', async () => {
@@ -51,13 +69,18 @@ describe('GET /products', () => {
       assert.equal(body.meta.pageCount, 5);
       seen.push(...body.data.map((p) => p.id));
     }
-    assert.deepEqual(seen, Array.from({ length: 21 }, (_, i) => i + 1));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 21 }, (_, i) => i + 1),
+    );
   });
 
   it('links prev and last from the last page, without next', async () => {
     const response = await t.fetch('/v1/products?pageSize=10&page=3');
-    assert.equal(response.headers.get('link'),
-      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", </v1/products?pageSize=10&page=3>; rel="last", </v2/products>; rel="successor-version"');
+    assert.equal(
+      response.headers.get('link'),
+      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", </v1/products?pageSize=10&page=3>; rel="last", </v2/products>; rel="successor-version"',
+    );
   });
 
   it('answers a page past the last with 200 and empty data', async () => {
@@ -68,20 +91,35 @@ describe('GET /products', () => {
 
   it('sorts by -id', async () => {
     const body = (await (await t.fetch('/v1/products?sort=-id&pageSize=3')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(body.data.map((p) => p.id), [21, 20, 19]);
+    assert.deepEqual(
+      body.data.map((p) => p.id),
+      [21, 20, 19],
+    );
   });
 
   it('sorts by createdAt with id breaking the ties', async () => {
     // The seed inserts every product in one statement: all share created_at.
     const asc = (await (await t.fetch('/v1/products?sort=createdAt&pageSize=100')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(asc.data.map((p) => p.id), Array.from({ length: 21 }, (_, i) => i + 1));
+    assert.deepEqual(
+      asc.data.map((p) => p.id),
+      Array.from({ length: 21 }, (_, i) => i + 1),
+    );
     // The tie-breaker runs in the direction of the last key.
     const desc = (await (await t.fetch('/v1/products?sort=-createdAt&pageSize=100')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(desc.data.map((p) => p.id), Array.from({ length: 21 }, (_, i) => 21 - i));
+    assert.deepEqual(
+      desc.data.map((p) => p.id),
+      Array.from({ length: 21 }, (_, i) => 21 - i),
+    );
     const descAsc = (await (await t.fetch('/v1/products?sort=-createdAt,id&pageSize=3')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(descAsc.data.map((p) => p.id), [1, 2, 3]);
+    assert.deepEqual(
+      descAsc.data.map((p) => p.id),
+      [1, 2, 3],
+    );
     const descId = (await (await t.fetch('/v1/products?sort=-createdAt,-id&pageSize=3')).json()) as Envelope<ProductV1>;
-    assert.deepEqual(descId.data.map((p) => p.id), [21, 20, 19]);
+    assert.deepEqual(
+      descId.data.map((p) => p.id),
+      [21, 20, 19],
+    );
   });
 
   describe('answers 400 invalid-query', () => {
@@ -103,7 +141,10 @@ describe('GET /products', () => {
         assert.equal(response.headers.get('content-type'), 'application/problem+json');
         const body = (await response.json()) as { type: string; errors: { parameter: string; detail: string }[] };
         assert.equal(body.type, '/problems/invalid-query');
-        assert.deepEqual(body.errors.map((e) => e.parameter), parameters);
+        assert.deepEqual(
+          body.errors.map((e) => e.parameter),
+          parameters,
+        );
         for (const error of body.errors) assert.ok(error.detail.length > 0);
       });
     }

@@ -1,5 +1,5 @@
 /**
- * The database going away and coming back (SPEC §1, §5): readiness and
+ * The database going away and coming back (contract §1, §5): readiness and
  * requests answer 503 with Retry-After while it is gone, and the server
  * recovers by itself, without a restart, when it returns.
  */

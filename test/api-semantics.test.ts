@@ -1,5 +1,5 @@
 /**
- * HTTP semantics over the real server (SPEC §8, §9, §10): negotiation and
+ * HTTP semantics over the real server (contract §8, §9, §10): negotiation and
  * versions, deprecation, ETags and conditional requests, caching headers
  * checked with a real HTTP cache implementation, and rate-limit fields.
  */
@@ -17,9 +17,17 @@ let alice: Account;
 let orderId: number;
 
 before(async () => {
-  t = await startTestServer({ CACHE_MAX_AGE: '30', V1_DEPRECATED_AT: '2026-12-01T00:00:00Z', V1_SUNSET_AT: '2099-06-01T00:00:00Z' });
+  t = await startTestServer({
+    CACHE_MAX_AGE: '30',
+    V1_DEPRECATED_AT: '2026-12-01T00:00:00Z',
+    V1_SUNSET_AT: '2099-06-01T00:00:00Z',
+  });
   alice = await t.user('customer');
-  const response = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":2}]}' });
+  const response = await t.fetch('/v1/orders', {
+    method: 'POST',
+    headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+    body: '{"items":[{"productId":1,"qty":2}]}',
+  });
   orderId = (await response.json()).id;
 });
 after(async () => {
@@ -29,7 +37,7 @@ after(async () => {
 const get = (path: string, headers: Record<string, string> = {}, who: Account | undefined = alice) =>
   t.fetch(path, { headers: { ...(who ? bearer(who.token) : {}), ...headers } });
 
-describe('content negotiation and versions (SPEC §8)', () => {
+describe('content negotiation and versions (contract §8)', () => {
   it('serves an unversioned path as v1 JSON with neither placement', async () => {
     const response = await get(`/orders/${orderId}`);
     assert.equal(response.status, 200);
@@ -49,7 +57,13 @@ describe('content negotiation and versions (SPEC §8)', () => {
   });
 
   it('answers 406 when the path and Accept disagree, or nothing is acceptable', async () => {
-    for (const [path, accept] of [[`/v1/orders/${orderId}`, V2], [`/v2/orders/${orderId}`, V1], [`/orders/${orderId}`, 'text/html'], ['/v1/products', 'application/xml'], ['/products', 'nonsense']]) {
+    for (const [path, accept] of [
+      [`/v1/orders/${orderId}`, V2],
+      [`/v2/orders/${orderId}`, V1],
+      [`/orders/${orderId}`, 'text/html'],
+      ['/v1/products', 'application/xml'],
+      ['/products', 'nonsense'],
+    ]) {
       const response = await get(path as string, { accept: accept as string });
       assert.equal(response.status, 406, `${path} ${accept}`);
       assert.equal(response.headers.get('content-type'), 'application/problem+json');
@@ -64,13 +78,25 @@ describe('content negotiation and versions (SPEC §8)', () => {
   });
 
   it('marks every v1 response as deprecated, with the sunset and the successor, and no v2 response', async () => {
-    for (const [path, accept] of [[`/v1/orders/${orderId}`, undefined], [`/orders/${orderId}`, undefined], [`/orders/${orderId}`, V1], ['/v1/orders/99999999', undefined], ['/v1/nothing', undefined]] as const) {
+    for (const [path, accept] of [
+      [`/v1/orders/${orderId}`, undefined],
+      [`/orders/${orderId}`, undefined],
+      [`/orders/${orderId}`, V1],
+      ['/v1/orders/99999999', undefined],
+      ['/v1/nothing', undefined],
+    ] as const) {
       const response = await get(path, accept ? { accept } : {});
       assert.equal(response.headers.get('deprecation'), '@1796083200', path);
       assert.equal(response.headers.get('sunset'), 'Mon, 01 Jun 2099 00:00:00 GMT', path);
-      assert.ok(response.headers.get('link')?.endsWith(`</v2${path.replace(/^\/v1/, '')}>; rel="successor-version"`), `${path}: ${response.headers.get('link')}`);
+      assert.ok(
+        response.headers.get('link')?.endsWith(`</v2${path.replace(/^\/v1/, '')}>; rel="successor-version"`),
+        `${path}: ${response.headers.get('link')}`,
+      );
     }
-    for (const [path, accept] of [[`/v2/orders/${orderId}`, undefined], [`/orders/${orderId}`, V2]] as const) {
+    for (const [path, accept] of [
+      [`/v2/orders/${orderId}`, undefined],
+      [`/orders/${orderId}`, V2],
+    ] as const) {
       const response = await get(path, accept ? { accept } : {});
       assert.equal(response.headers.get('deprecation'), null);
       assert.equal(response.headers.get('sunset'), null);
@@ -79,15 +105,26 @@ describe('content negotiation and versions (SPEC §8)', () => {
   });
 
   it('refuses a body in the vendor type of the other version: 415', async () => {
-    for (const [path, type] of [['/v1/orders', V2], ['/v2/orders', V1]]) {
-      const response = await t.fetch(path as string, { method: 'POST', headers: { ...bearer(alice.token), 'content-type': type as string }, body: '{"items":[{"productId":2,"qty":1}]}' });
+    for (const [path, type] of [
+      ['/v1/orders', V2],
+      ['/v2/orders', V1],
+    ]) {
+      const response = await t.fetch(path as string, {
+        method: 'POST',
+        headers: { ...bearer(alice.token), 'content-type': type as string },
+        body: '{"items":[{"productId":2,"qty":1}]}',
+      });
       assert.equal(response.status, 415, path);
       assert.equal((await response.json()).type, '/problems/unsupported-media-type');
     }
   });
 
   it('takes the vendor types as request bodies', async () => {
-    const response = await t.fetch('/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': V2, accept: V2 }, body: '{"items":[{"productId":2,"qty":1}]}' });
+    const response = await t.fetch('/orders', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': V2, accept: V2 },
+      body: '{"items":[{"productId":2,"qty":1}]}',
+    });
     assert.equal(response.status, 201);
     assert.equal(response.headers.get('content-type'), V2);
     assert.deepEqual((await response.json()).total, { amount: '24.90', currency: 'EUR' });
@@ -104,12 +141,19 @@ describe('after the sunset of v1', () => {
   });
 
   it('answers v1 requests with 410 version-sunset pointing at v2', async () => {
-    for (const [path, accept] of [['/v1/products/1', undefined], ['/products/1', undefined], ['/products/1', V1]] as const) {
+    for (const [path, accept] of [
+      ['/v1/products/1', undefined],
+      ['/products/1', undefined],
+      ['/products/1', V1],
+    ] as const) {
       const response = await sunset.fetch(path, { headers: accept ? { accept } : {} });
       assert.equal(response.status, 410, path);
       const body = await response.json();
       assert.equal(body.type, '/problems/version-sunset');
-      assert.equal(body.detail, 'Version 1 of this API was retired on Fri, 01 Jan 2021 00:00:00 GMT; use version 2: /v2/products/1 (see docs/versioning.md).');
+      assert.equal(
+        body.detail,
+        'Version 1 of this API was retired on Fri, 01 Jan 2021 00:00:00 GMT; use version 2: /v2/products/1 (see docs/versioning.md).',
+      );
       assert.equal(response.headers.get('link'), '</v2/products/1>; rel="successor-version"');
     }
   });
@@ -120,7 +164,7 @@ describe('after the sunset of v1', () => {
   });
 });
 
-describe('ETag and If-None-Match (SPEC §9)', () => {
+describe('ETag and If-None-Match (contract §9)', () => {
   it('tags every 200 GET with a strong ETag, different per version', async () => {
     const v1 = await get(`/v1/orders/${orderId}`);
     const v2 = await get(`/v2/orders/${orderId}`);
@@ -162,7 +206,11 @@ describe('ETag and If-None-Match (SPEC §9)', () => {
   it('never answers 304 for a representation that changed', async () => {
     const before = await get(`/v1/orders/${orderId}`);
     const etag = before.headers.get('etag') as string;
-    const patched = await t.fetch(`/v1/orders/${orderId}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":3}]}' });
+    const patched = await t.fetch(`/v1/orders/${orderId}`, {
+      method: 'PATCH',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":3}]}',
+    });
     assert.equal(patched.status, 200);
     const after = await get(`/v1/orders/${orderId}`, { 'if-none-match': etag });
     assert.equal(after.status, 200);
@@ -170,11 +218,17 @@ describe('ETag and If-None-Match (SPEC §9)', () => {
     assert.equal(after.headers.get('etag'), patched.headers.get('etag'));
   });
 
-  it('never answers 304 after another server process on the same database changed it', { skip: !REAL_SERVER_URL ? 'needs a real PostgreSQL server (the embedded one serves one process)' : false }, async () => {
+  it('never answers 304 after another server process on the same database changed it', {
+    skip: !REAL_SERVER_URL ? 'needs a real PostgreSQL server (the embedded one serves one process)' : false,
+  }, async () => {
     const other = await startTestServer({}, t.database);
     try {
       const etag = (await get(`/v1/orders/${orderId}`)).headers.get('etag') as string;
-      const changed = await other.fetch(`/v1/orders/${orderId}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":5}]}' });
+      const changed = await other.fetch(`/v1/orders/${orderId}`, {
+        method: 'PATCH',
+        headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+        body: '{"items":[{"productId":1,"qty":5}]}',
+      });
       assert.equal(changed.status, 200);
       const after = await get(`/v1/orders/${orderId}`, { 'if-none-match': etag });
       assert.equal(after.status, 200);
@@ -191,7 +245,18 @@ describe('ETag and If-None-Match (SPEC §9)', () => {
   });
 
   it('answers HEAD on every GET route with the GET status and headers, no body', async () => {
-    for (const path of ['/v1/orders', `/v1/orders/${orderId}`, `/v1/users/${alice.id}/orders`, `/v1/order-items?orderId=${orderId}`, '/v1/users', `/v1/users/${alice.id}`, '/v1/products', '/v1/products/1', '/healthz', '/readyz']) {
+    for (const path of [
+      '/v1/orders',
+      `/v1/orders/${orderId}`,
+      `/v1/users/${alice.id}/orders`,
+      `/v1/order-items?orderId=${orderId}`,
+      '/v1/users',
+      `/v1/users/${alice.id}`,
+      '/v1/products',
+      '/v1/products/1',
+      '/healthz',
+      '/readyz',
+    ]) {
       const getResponse = await get(path);
       const head = await t.fetch(path, { method: 'HEAD', headers: bearer(alice.token) });
       assert.equal(head.status, getResponse.status, path);
@@ -231,9 +296,13 @@ describe('every GET route, in both versions', () => {
   }
 });
 
-describe('If-Match on order writes (SPEC §9)', () => {
+describe('If-Match on order writes (contract §9)', () => {
   const patch = (id: number, ifMatch: string, body = '{"items":[{"productId":1,"qty":4}]}', version = 'v1') =>
-    t.fetch(`/${version}/orders/${id}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'if-match': ifMatch }, body });
+    t.fetch(`/${version}/orders/${id}`, {
+      method: 'PATCH',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json', 'if-match': ifMatch },
+      body,
+    });
 
   it('writes when the tag matches and answers the new tag', async () => {
     const etag = (await get(`/v1/orders/${orderId}`)).headers.get('etag') as string;
@@ -256,13 +325,28 @@ describe('If-Match on order writes (SPEC §9)', () => {
   });
 
   it('matches any existing order with *, and checks PUT and DELETE too', async () => {
-    const created = await (await t.fetch('/v2/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":3,"qty":1}]}' })).json();
+    const created = await (
+      await t.fetch('/v2/orders', {
+        method: 'POST',
+        headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+        body: '{"items":[{"productId":3,"qty":1}]}',
+      })
+    ).json();
     assert.equal((await patch(created.id, '*', '{"status":"pending"}')).status, 200);
-    const put = (ifMatch: string) => t.fetch(`/v2/orders/${created.id}`, { method: 'PUT', headers: { ...bearer(alice.token), 'content-type': 'application/json', 'if-match': ifMatch }, body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 3, qty: 2 }] }) });
+    const put = (ifMatch: string) =>
+      t.fetch(`/v2/orders/${created.id}`, {
+        method: 'PUT',
+        headers: { ...bearer(alice.token), 'content-type': 'application/json', 'if-match': ifMatch },
+        body: JSON.stringify({ customerId: alice.id, status: 'pending', items: [{ productId: 3, qty: 2 }] }),
+      });
     assert.equal((await put('"old"')).status, 412);
     const tag = (await get(`/v2/orders/${created.id}`)).headers.get('etag') as string;
     assert.equal((await put(tag)).status, 200);
-    const del = (ifMatch: string) => t.fetch(`/v2/orders/${created.id}`, { method: 'DELETE', headers: { ...bearer(alice.token), 'if-match': ifMatch } });
+    const del = (ifMatch: string) =>
+      t.fetch(`/v2/orders/${created.id}`, {
+        method: 'DELETE',
+        headers: { ...bearer(alice.token), 'if-match': ifMatch },
+      });
     assert.equal((await del(tag)).status, 412, 'the PUT changed it');
     assert.equal((await del((await get(`/v2/orders/${created.id}`)).headers.get('etag') as string)).status, 204);
   });
@@ -337,7 +421,7 @@ describe('caching, as a real HTTP cache sees it (http-cache-semantics)', () => {
   });
 });
 
-describe('rate limits (SPEC §10)', () => {
+describe('rate limits (contract §10)', () => {
   let limited: TestServer;
   let user: Account;
   before(async () => {
@@ -356,7 +440,10 @@ describe('rate limits (SPEC §10)', () => {
       assert.equal(response.headers.get('ratelimit-policy'), '"default";q=3;w=60');
       remaining.push(response.headers.get('ratelimit') ?? '');
     }
-    assert.deepEqual(remaining.map((r) => r.replace(/;t=\d+$/, '')), ['"default";r=2', '"default";r=1', '"default";r=0']);
+    assert.deepEqual(
+      remaining.map((r) => r.replace(/;t=\d+$/, '')),
+      ['"default";r=2', '"default";r=1', '"default";r=0'],
+    );
     assert.match(remaining[0] ?? '', /;t=(60|59)$/);
     const refused = await limited.fetch('/v1/orders', { headers: bearer(user.token) });
     assert.equal(refused.status, 429);

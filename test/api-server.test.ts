@@ -93,10 +93,13 @@ describe('routing', () => {
 
   it('serves an absolute-form request target by its path, whatever host it names (RFC 9112 §3.2.2)', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: t.server.port, path: 'http://evil.example/v1/products', method: 'GET' }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port: t.server.port, path: 'http://evil.example/v1/products', method: 'GET' },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -104,9 +107,13 @@ describe('routing', () => {
   });
 });
 
-describe('request bodies (SPEC §11)', () => {
+describe('request bodies (contract §11)', () => {
   it('answers 413 at once for a Content-Length over the limit', async () => {
-    const response = await t.fetch('/v1/products', { method: 'POST', body: 'x'.repeat(1025), headers: { 'content-type': 'application/json' } });
+    const response = await t.fetch('/v1/products', {
+      method: 'POST',
+      body: 'x'.repeat(1025),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(response.status, 413);
     const body = await problem(response);
     assert.equal(body.type, '/problems/payload-too-large');
@@ -137,7 +144,7 @@ describe('request bodies (SPEC §11)', () => {
   });
 });
 
-describe('X-Request-Id (SPEC §13)', () => {
+describe('X-Request-Id (contract §13)', () => {
   it('echoes a valid request id and puts it in the problem body and the log', async () => {
     const response = await t.fetch('/v1/missing', { headers: { 'x-request-id': 'abc-123' } });
     assert.equal(response.headers.get('x-request-id'), 'abc-123');
@@ -173,7 +180,9 @@ describe('X-Request-Id (SPEC §13)', () => {
   });
 
   it('logs the path without the query string and never the token', async () => {
-    await t.fetch('/v1/products?sort=-id&secret=me@example.com', { headers: { authorization: 'Bearer ord_secret_value', 'x-request-id': 'log-check' } });
+    await t.fetch('/v1/products?sort=-id&secret=me@example.com', {
+      headers: { authorization: 'Bearer ord_secret_value', 'x-request-id': 'log-check' },
+    });
     const line = t.logs.find((l) => l.requestId === 'log-check');
     assert.ok(line);
     assert.equal(line.path, '/v1/products');

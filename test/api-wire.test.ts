@@ -29,7 +29,7 @@ async function exchange(url: string, lines: readonly string[]): Promise<RawRespo
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   socket.on('error', () => {});
   socket.setTimeout(5_000, () => socket.destroy());
-  socket.write(lines.join('\r\n') + '\r\n\r\n');
+  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
   await once(socket, 'close');
   return parse(Buffer.concat(chunks).toString('latin1'));
 }
@@ -45,7 +45,7 @@ function parse(raw: string): RawResponse {
   let body = end === -1 ? '' : raw.slice(end + 4);
   if (headers.get('transfer-encoding') === 'chunked') {
     let decoded = '';
-    for (let at = 0; ;) {
+    for (let at = 0; ; ) {
       const lineEnd = body.indexOf('\r\n', at);
       const size = parseInt(body.slice(at, lineEnd), 16);
       if (!(size > 0)) break;
@@ -59,7 +59,11 @@ function parse(raw: string): RawResponse {
 
 /** The request log line of `requestId`, once the server has written it. */
 async function logLine(t: TestServer, requestId: string): Promise<Record<string, unknown>> {
-  for (const deadline = Date.now() + 5_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 10))) {
+  for (
+    const deadline = Date.now() + 5_000;
+    Date.now() < deadline;
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  ) {
     const line = t.logs.find((l) => l.requestId === requestId && l.message === 'request');
     if (line !== undefined) return line;
   }
@@ -79,15 +83,24 @@ describe('on the wire', () => {
 
   describe('a method the fetch standard forbids', () => {
     it('TRACE on a known path: 405 method-not-allowed with Allow, rate limited and logged', async () => {
-      const response = await exchange(t.url, ['TRACE /v1/orders HTTP/1.1', 'Host: orders.test', 'X-Request-Id: trace-1', 'Connection: close']);
+      const response = await exchange(t.url, [
+        'TRACE /v1/orders HTTP/1.1',
+        'Host: orders.test',
+        'X-Request-Id: trace-1',
+        'Connection: close',
+      ]);
       assert.equal(response.statusLine, 'HTTP/1.1 405 Method Not Allowed');
       assert.equal(response.headers.get('allow'), 'GET, HEAD, POST, OPTIONS');
       assert.equal(response.headers.get('content-type'), 'application/problem+json');
       assert.equal(response.headers.get('ratelimit-policy'), '"default";q=1000;w=60');
       assert.match(response.headers.get('ratelimit') ?? '', /^"default";r=\d+;t=\d+$/);
       assert.deepEqual(JSON.parse(response.body), {
-        type: '/problems/method-not-allowed', title: 'Method not allowed', status: 405,
-        detail: 'TRACE is not allowed here; use GET, HEAD, POST, OPTIONS.', instance: '/v1/orders', requestId: 'trace-1',
+        type: '/problems/method-not-allowed',
+        title: 'Method not allowed',
+        status: 405,
+        detail: 'TRACE is not allowed here; use GET, HEAD, POST, OPTIONS.',
+        instance: '/v1/orders',
+        requestId: 'trace-1',
       });
       const line = await logLine(t, 'trace-1');
       assert.deepEqual([line.method, line.path, line.status], ['TRACE', '/v1/orders', 405]);
@@ -100,7 +113,11 @@ describe('on the wire', () => {
     });
 
     it('CONNECT to a known path: 405 with Allow, and the connection closed', async () => {
-      const response = await exchange(t.url, ['CONNECT /v1/orders HTTP/1.1', 'Host: orders.test', 'X-Request-Id: connect-1']);
+      const response = await exchange(t.url, [
+        'CONNECT /v1/orders HTTP/1.1',
+        'Host: orders.test',
+        'X-Request-Id: connect-1',
+      ]);
       assert.equal(response.statusLine, 'HTTP/1.1 405 Method Not Allowed');
       assert.equal(response.headers.get('allow'), 'GET, HEAD, POST, OPTIONS');
       assert.equal(response.headers.get('connection'), 'close');
@@ -117,13 +134,21 @@ describe('on the wire', () => {
 
   describe('an absolute-form target (RFC 9112 §3.2.2)', () => {
     it('is served by its path and query, whatever host it names', async () => {
-      const response = await exchange(t.url, ['GET http://attacker.example/v1/products/1 HTTP/1.1', 'Host: attacker.example', 'Connection: close']);
+      const response = await exchange(t.url, [
+        'GET http://attacker.example/v1/products/1 HTTP/1.1',
+        'Host: attacker.example',
+        'Connection: close',
+      ]);
       assert.equal(response.statusLine, 'HTTP/1.1 200 OK');
       assert.equal(JSON.parse(response.body).id, 1);
     });
 
     it('keeps its query, and nothing in the answer names its host', async () => {
-      const response = await exchange(t.url, ['GET HTTPS://attacker.example:8443/v2/products?pageSize=2&page=2 HTTP/1.1', 'Host: orders.test', 'Connection: close']);
+      const response = await exchange(t.url, [
+        'GET HTTPS://attacker.example:8443/v2/products?pageSize=2&page=2 HTTP/1.1',
+        'Host: orders.test',
+        'Connection: close',
+      ]);
       assert.equal(response.statusLine, 'HTTP/1.1 200 OK');
       const body = JSON.parse(response.body);
       assert.equal(body.data.length, 2);
@@ -143,7 +168,12 @@ describe('on the wire', () => {
     for (const [what, target] of cases) {
       it(`is 404 with ${what}: ${target}`, async () => {
         const path = target.replace('{admin}', String(admin.id));
-        const response = await exchange(t.url, [`GET ${path} HTTP/1.1`, 'Host: orders.test', `Authorization: Bearer ${admin.token}`, 'Connection: close']);
+        const response = await exchange(t.url, [
+          `GET ${path} HTTP/1.1`,
+          'Host: orders.test',
+          `Authorization: Bearer ${admin.token}`,
+          'Connection: close',
+        ]);
         assert.equal(response.statusLine, 'HTTP/1.1 404 Not Found');
         const body = JSON.parse(response.body);
         assert.equal(body.type, '/problems/not-found');
@@ -156,10 +186,18 @@ describe('on the wire', () => {
     it('is logged as aborted, with no status, no 5xx and no database warning', async () => {
       const socket = connect(Number(new URL(t.url).port), '127.0.0.1');
       socket.on('error', () => {});
-      socket.write([
-        'POST /v1/orders HTTP/1.1', 'Host: orders.test', 'Content-Type: application/json', 'Content-Length: 100',
-        'Expect: 100-continue', 'X-Request-Id: abort-1', '', '',
-      ].join('\r\n'));
+      socket.write(
+        [
+          'POST /v1/orders HTTP/1.1',
+          'Host: orders.test',
+          'Content-Type: application/json',
+          'Content-Length: 100',
+          'Expect: 100-continue',
+          'X-Request-Id: abort-1',
+          '',
+          '',
+        ].join('\r\n'),
+      );
       // The server answers "100 Continue" once it reads the body.
       const [chunk] = (await once(socket, 'data')) as [Buffer];
       assert.equal(chunk.toString('latin1'), 'HTTP/1.1 100 Continue\r\n\r\n');
@@ -167,11 +205,20 @@ describe('on the wire', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       socket.destroy();
       const line = await logLine(t, 'abort-1');
-      assert.deepEqual({ level: line.level, method: line.method, path: line.path, status: line.status, aborted: line.aborted },
-        { level: 'info', method: 'POST', path: '/v1/orders', status: null, aborted: true });
+      assert.deepEqual(
+        { level: line.level, method: line.method, path: line.path, status: line.status, aborted: line.aborted },
+        { level: 'info', method: 'POST', path: '/v1/orders', status: null, aborted: true },
+      );
       const mine = t.logs.filter((l) => l.requestId === 'abort-1');
-      assert.deepEqual(mine.filter((l) => l.message !== 'request'), [], 'no other line: no "database unavailable", no "unhandled error"');
-      assert.deepEqual(t.logs.filter((l) => l.message === 'database unavailable'), []);
+      assert.deepEqual(
+        mine.filter((l) => l.message !== 'request'),
+        [],
+        'no other line: no "database unavailable", no "unhandled error"',
+      );
+      assert.deepEqual(
+        t.logs.filter((l) => l.message === 'database unavailable'),
+        [],
+      );
     });
   });
 });
@@ -189,10 +236,13 @@ describe('the rate limit under a flood of source addresses', () => {
 
   const get = (path: string, localAddress = '127.0.0.1') =>
     new Promise<{ status: number; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: new URL(t.url).port, path, localAddress, agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port: new URL(t.url).port, path, localAddress, agent: false },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
@@ -209,11 +259,15 @@ describe('the rate limit under a flood of source addresses', () => {
 
     const again = await get('/v1/products/1');
     assert.equal(again.status, 429, 'the limited client is still limited');
-    const reset = /^"default";r=0;t=(\d+)$/.exec(String(again.headers['ratelimit']));
-    assert.ok(reset !== null && Number(reset[1]) >= 55 && Number(reset[1]) <= 60, String(again.headers['ratelimit']));
+    const reset = /^"default";r=0;t=(\d+)$/.exec(String(again.headers.ratelimit));
+    assert.ok(reset !== null && Number(reset[1]) >= 55 && Number(reset[1]) <= 60, String(again.headers.ratelimit));
     assert.equal(again.headers['retry-after'], reset[1]);
     assert.equal(again.headers['ratelimit-policy'], '"default";q=5;w=60');
-    assert.deepEqual(flood, [...new Array(BOUND - 1).fill(200), ...new Array(5).fill(200), ...new Array(BOUND - 4).fill(429)]);
+    assert.deepEqual(flood, [
+      ...new Array(BOUND - 1).fill(200),
+      ...new Array(5).fill(200),
+      ...new Array(BOUND - 4).fill(429),
+    ]);
     // A client that got its own window before the table filled keeps it.
     assert.equal((await get('/v1/products/1', '127.0.1.1')).status, 200);
   });

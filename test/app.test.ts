@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createApp } from '../src/pipeline/pipeline.ts';
-import { type RouteSpec, type Services } from '../src/pipeline/context.ts';
+import type { RouteSpec, Services } from '../src/pipeline/context.ts';
 import type { Authenticator, Principal } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
@@ -29,17 +29,64 @@ const services: Services = {
 
 const doc = { summary: 'test route', success: { status: 200 } } as const;
 const routes: RouteSpec[] = [
-  { method: 'GET', pattern: '/boom', auth: 'public', doc, handler: async () => { throw new Error('secret SQL: SELECT * FROM users'); } },
-  { method: 'GET', pattern: '/db-down', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }); } },
-  { method: 'GET', pattern: '/db-shutdown', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('terminating connection'), { code: '57P01' }); } },
-  { method: 'GET', pattern: '/unique', auth: 'public', doc, handler: async () => { throw Object.assign(new Error('duplicate key'), { code: '23505' }); } },
-  { method: 'GET', pattern: '/thrown-string', auth: 'public', doc, handler: async () => { throw 'a string'; } },
-  { method: 'GET', pattern: '/mine', auth: 'orders:read', doc, handler: async (ctx) => Response.json({ user: ctx.principal?.userId, version: ctx.version }) },
+  {
+    method: 'GET',
+    pattern: '/boom',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw new Error('secret SQL: SELECT * FROM users');
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/db-down',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/db-shutdown',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw Object.assign(new Error('terminating connection'), { code: '57P01' });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/unique',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw Object.assign(new Error('duplicate key'), { code: '23505' });
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/thrown-string',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw 'a string';
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/mine',
+    auth: 'orders:read',
+    doc,
+    handler: async (ctx) => Response.json({ user: ctx.principal?.userId, version: ctx.version }),
+  },
   { method: 'GET', pattern: '/admin', auth: 'users:write', doc, handler: async () => new Response('never') },
   { method: 'POST', pattern: '/echo', auth: 'public', doc, handler: async (ctx) => new Response(ctx.body) },
 ];
 const app = createApp(services, routes);
-const call = (path: string, init?: RequestInit) => app(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' });
+const call = (path: string, init?: RequestInit) =>
+  app(new Request(`http://localhost${path}`, init), { remoteAddress: '127.0.0.1' });
 
 describe('createApp()', () => {
   it('answers an exception with a 500 that shows nothing of it, and logs it under the request id', async () => {

@@ -34,8 +34,15 @@ const LAYERS: readonly { readonly rank: number; readonly name: string; readonly 
     rank: 7,
     name: 'features',
     folders: [
-      'src/catalog/', 'src/users/', 'src/orders/', 'src/payments/', 'src/events/',
-      'src/webhooks/', 'src/ops/', 'src/pages/', 'src/problems/',
+      'src/catalog/',
+      'src/users/',
+      'src/orders/',
+      'src/payments/',
+      'src/events/',
+      'src/webhooks/',
+      'src/ops/',
+      'src/pages/',
+      'src/problems/',
     ],
   },
   { rank: 8, name: 'service', folders: ['src/service/'] }, // server.ts, routes.ts, seed.ts: assembly
@@ -100,8 +107,11 @@ describe('the import graph of src/', () => {
 describe('layers', () => {
   it('place every .ts file under src/', () => {
     const unplaced = graph.files.filter((f) => layerOf(f) === undefined);
-    expectNone(unplaced, 'files are in no layer of the table at the top of test/architecture.test.ts '
-      + '(a new folder is placed deliberately, and drawn in docs/architecture.md)');
+    expectNone(
+      unplaced,
+      'files are in no layer of the table at the top of test/architecture.test.ts ' +
+        '(a new folder is placed deliberately, and drawn in docs/architecture.md)',
+    );
   });
 
   it('import only the same or a lower layer', () => {
@@ -122,14 +132,16 @@ describe('layers', () => {
 
   it('keep features out of src/http/ and src/db/', () => {
     const features = new Set(LAYERS.find((l) => l.rank === FEATURES)?.folders);
-    const bad = graph.edges.filter((e) => ['src/http/', 'src/db/'].includes(folderOf(e.from))
-      && features.has(folderOf(e.to)));
+    const bad = graph.edges.filter(
+      (e) => ['src/http/', 'src/db/'].includes(folderOf(e.from)) && features.has(folderOf(e.to)),
+    );
     expectNone(bad.map(where), 'imports of a feature from src/http/ or src/db/, which must import no feature');
   });
 
   it('keep src/http/ and src/pipeline/ out of src/db/', () => {
-    const bad = graph.edges.filter((e) => folderOf(e.from) === 'src/db/'
-      && ['src/http/', 'src/pipeline/'].includes(folderOf(e.to)));
+    const bad = graph.edges.filter(
+      (e) => folderOf(e.from) === 'src/db/' && ['src/http/', 'src/pipeline/'].includes(folderOf(e.to)),
+    );
     expectNone(bad.map(where), 'imports of src/http/ or src/pipeline/ from src/db/, which must import neither');
   });
 });
@@ -151,9 +163,16 @@ describe('the checks themselves', () => {
   });
 
   it('find a file importing itself', () => {
-    assert.deepEqual(findCycles(['a.ts', 'b.ts'], [{ from: 'a.ts', to: 'b.ts' }, { from: 'b.ts', to: 'b.ts' }]), [
-      ['b.ts', 'b.ts'],
-    ]);
+    assert.deepEqual(
+      findCycles(
+        ['a.ts', 'b.ts'],
+        [
+          { from: 'a.ts', to: 'b.ts' },
+          { from: 'b.ts', to: 'b.ts' },
+        ],
+      ),
+      [['b.ts', 'b.ts']],
+    );
   });
 
   it('find no cycle in an acyclic graph', () => {
@@ -183,12 +202,12 @@ describe('the checks themselves', () => {
       "import pkg from '../../package.json' with { type: 'json' };",
       "// import x from './comment.ts';",
       "/* export * from './block.ts'; */",
-      "const s = \"import y from './string.ts'\";",
+      'const s = "import y from \'./string.ts\'";',
       "const t = `import z from './template.ts' ${await import('./in-template.ts')}`;",
       'const re = /import(.)from/;',
       'export const j = 1;',
-      "export { j as k };",
-      "const m = import.meta.url;",
+      'export { j as k };',
+      'const m = import.meta.url;',
     ].join('\n');
     const found = extractImports(source).map((r) => [r.specifier, r.line, r.typeOnly, r.form]);
     assert.deepEqual(found, [

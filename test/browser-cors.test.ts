@@ -1,5 +1,5 @@
 /**
- * CORS in a real browser (SPEC §16): a page served from another origin on
+ * CORS in a real browser (contract §16): a page served from another origin on
  * loopback calls the API with fetch. From an origin in CORS_ORIGINS the
  * browser's preflight is answered, and the script may send a bearer token,
  * an Idempotency-Key and If-None-Match, and read ETag, Location and the
@@ -58,8 +58,16 @@ async function pageServer(): Promise<{ server: Server; origin: string }> {
 }
 
 /** `init` run by the page at `w` against `url`. */
-function request(w: WatchedPage, url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Outcome> {
-  return w.page.evaluate(([u, i]) => (globalThis as unknown as { cors: { request(url: string, init: object): Promise<Outcome> } }).cors.request(u, i), [url, init] as const);
+function request(
+  w: WatchedPage,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Outcome> {
+  return w.page.evaluate(
+    ([u, i]) =>
+      (globalThis as unknown as { cors: { request(url: string, init: object): Promise<Outcome> } }).cors.request(u, i),
+    [url, init] as const,
+  );
 }
 
 function answered(outcome: Outcome): Extract<Outcome, { status: number }> {
@@ -96,7 +104,8 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
   }
 
   /** The server's log lines of `method` on `path`, as [method, status]. */
-  const logged = (method: string, path: string) => t.logs.filter((l) => l.message === 'request' && l.method === method && l.path === path).map((l) => l.status);
+  const logged = (method: string, path: string) =>
+    t.logs.filter((l) => l.message === 'request' && l.method === method && l.path === path).map((l) => l.status);
 
   describe('from an origin listed in CORS_ORIGINS', () => {
     let w: WatchedPage;
@@ -105,7 +114,9 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
     });
 
     it('sends a bearer token after a preflight the service answers, and reads ETag', async () => {
-      const list = answered(await request(w, `${t.url}/v2/orders`, { headers: { authorization: `Bearer ${customer.token}` } }));
+      const list = answered(
+        await request(w, `${t.url}/v2/orders`, { headers: { authorization: `Bearer ${customer.token}` } }),
+      );
       assert.equal(list.status, 200);
       assert.match(list.headers.etag ?? '', /^"[A-Za-z0-9_-]{43}"$/);
       assert.match(list.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
@@ -118,8 +129,14 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
     });
 
     it('sends If-None-Match with that ETag and gets the 304', async () => {
-      const first = answered(await request(w, `${t.url}/v2/orders`, { headers: { authorization: `Bearer ${customer.token}` } }));
-      const again = answered(await request(w, `${t.url}/v2/orders`, { headers: { authorization: `Bearer ${customer.token}`, 'if-none-match': first.headers.etag as string } }));
+      const first = answered(
+        await request(w, `${t.url}/v2/orders`, { headers: { authorization: `Bearer ${customer.token}` } }),
+      );
+      const again = answered(
+        await request(w, `${t.url}/v2/orders`, {
+          headers: { authorization: `Bearer ${customer.token}`, 'if-none-match': first.headers.etag as string },
+        }),
+      );
       assert.equal(again.status, 304);
       assert.equal(again.headers.etag, first.headers.etag);
       assert.equal(again.body, '');
@@ -128,7 +145,11 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
     it('reads Location and ETag of a POST with an Idempotency-Key, and Idempotent-Replayed on its repeat', async () => {
       const init = {
         method: 'POST',
-        headers: { authorization: `Bearer ${customer.token}`, 'content-type': 'application/json', 'idempotency-key': 'browser-order-1' },
+        headers: {
+          authorization: `Bearer ${customer.token}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'browser-order-1',
+        },
         body: JSON.stringify({ items: [{ productId: 1, qty: 2 }] }),
       };
       const created = answered(await request(w, `${t.url}/v2/orders`, init));
@@ -142,14 +163,20 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
       assert.equal(replayed.headers['idempotent-replayed'], 'true');
       assert.equal(replayed.headers.location, created.headers.location);
       // The Location, resolved against the API, is the order.
-      const order = answered(await request(w, new URL(created.headers.location as string, t.url).href, { headers: { authorization: `Bearer ${customer.token}` } }));
+      const order = answered(
+        await request(w, new URL(created.headers.location as string, t.url).href, {
+          headers: { authorization: `Bearer ${customer.token}` },
+        }),
+      );
       assert.equal(order.status, 200);
       assert.equal(JSON.parse(order.body).id, id);
       assert.equal(order.headers.etag, created.headers.etag);
     });
 
     it('reads an error answer too (a problem is no CORS failure)', async () => {
-      const refused = answered(await request(w, `${t.url}/v2/orders/999999`, { headers: { authorization: `Bearer ${customer.token}` } }));
+      const refused = answered(
+        await request(w, `${t.url}/v2/orders/999999`, { headers: { authorization: `Bearer ${customer.token}` } }),
+      );
       assert.equal(refused.status, 404);
       assert.equal(refused.headers['content-type'], 'application/problem+json');
       assert.equal(JSON.parse(refused.body).type, '/problems/not-found');
@@ -181,15 +208,33 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
   it('reports in the console only the 404 it was given and, on the other origin, the CORS refusals; nothing left 127.0.0.1', () => {
     for (const w of pages) {
       assert.deepEqual(w.blocked, []);
-      assert.deepEqual(w.requests.filter((r) => !isLoopback(r.url)), []);
+      assert.deepEqual(
+        w.requests.filter((r) => !isLoopback(r.url)),
+        [],
+      );
     }
     // Browsers log every 4xx a page receives; that is the only error of the listed origin's page.
-    assert.deepEqual(pages[0]?.errors, ['console: Failed to load resource: the server responded with a status of 404 (Not Found)']);
+    assert.deepEqual(pages[0]?.errors, [
+      'console: Failed to load resource: the server responded with a status of 404 (Not Found)',
+    ]);
     // The other origin's: the browser's two refusals, each with its failed load.
     const refusals = (pages[1]?.errors ?? []).filter((e) => e.includes('blocked by CORS policy'));
     assert.equal(refusals.length, 2);
-    assert.ok(refusals[0]?.startsWith(`console: Access to fetch at '${t.url}/v2/users' from origin '${unlisted.origin}' has been blocked by CORS policy: Response to preflight request doesn't pass access control check`), refusals[0]);
-    assert.ok(refusals[1]?.startsWith(`console: Access to fetch at '${t.url}/v2/products' from origin '${unlisted.origin}' has been blocked by CORS policy: No 'Access-Control-Allow-Origin' header`), refusals[1]);
-    assert.deepEqual((pages[1]?.errors ?? []).filter((e) => !refusals.includes(e)), ['console: Failed to load resource: net::ERR_FAILED', 'console: Failed to load resource: net::ERR_FAILED']);
+    assert.ok(
+      refusals[0]?.startsWith(
+        `console: Access to fetch at '${t.url}/v2/users' from origin '${unlisted.origin}' has been blocked by CORS policy: Response to preflight request doesn't pass access control check`,
+      ),
+      refusals[0],
+    );
+    assert.ok(
+      refusals[1]?.startsWith(
+        `console: Access to fetch at '${t.url}/v2/products' from origin '${unlisted.origin}' has been blocked by CORS policy: No 'Access-Control-Allow-Origin' header`,
+      ),
+      refusals[1],
+    );
+    assert.deepEqual(
+      (pages[1]?.errors ?? []).filter((e) => !refusals.includes(e)),
+      ['console: Failed to load resource: net::ERR_FAILED', 'console: Failed to load resource: net::ERR_FAILED'],
+    );
   });
 });

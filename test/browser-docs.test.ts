@@ -1,5 +1,5 @@
 /**
- * GET /docs in a real browser (SPEC §16): headless chromium renders the API
+ * GET /docs in a real browser (contract §16): headless chromium renders the API
  * reference from /openapi.json, "Try it out" runs a request against the
  * service, nothing fails in the console, and no request leaves 127.0.0.1
  * (any other host is blocked, and would be listed). And a problem page
@@ -34,7 +34,7 @@ describe('GET /docs in headless chromium', { skip: BROWSER_SKIP }, () => {
     const block = w.page.locator(products);
     await block.waitFor({ state: 'visible' });
     assert.equal((await block.locator('.opblock-summary-method').textContent())?.trim(), 'GET');
-    assert.equal((await block.locator('.opblock-summary-path').getAttribute('data-path')), '/v2/products');
+    assert.equal(await block.locator('.opblock-summary-path').getAttribute('data-path'), '/v2/products');
     assert.ok(await w.page.locator('#operations-v2-postV2Orders').isVisible());
     assert.ok(await w.page.locator('#operations-v1-getV1OrdersId').isVisible());
   });
@@ -64,8 +64,18 @@ describe('GET /docs in headless chromium', { skip: BROWSER_SKIP }, () => {
     assert.deepEqual(w.blocked, []);
     const offHost = w.requests.filter((r) => !isLoopback(r.url));
     assert.deepEqual(offHost, []);
-    const paths = [...new Set(w.requests.filter((r) => r.url.startsWith(t.url)).map((r) => new URL(r.url).pathname))].sort();
-    assert.deepEqual(paths, ['/docs', '/docs/favicon-32x32.png', '/docs/init.js', '/docs/swagger-ui-bundle.js', '/docs/swagger-ui.css', '/openapi.json', '/v2/products']);
+    const paths = [
+      ...new Set(w.requests.filter((r) => r.url.startsWith(t.url)).map((r) => new URL(r.url).pathname)),
+    ].sort();
+    assert.deepEqual(paths, [
+      '/docs',
+      '/docs/favicon-32x32.png',
+      '/docs/init.js',
+      '/docs/swagger-ui-bundle.js',
+      '/docs/swagger-ui.css',
+      '/openapi.json',
+      '/v2/products',
+    ]);
   });
 
   it('shows a problem page as HTML with its own style, which its Content-Security-Policy allows', async () => {
@@ -75,11 +85,27 @@ describe('GET /docs in headless chromium', { skip: BROWSER_SKIP }, () => {
     assert.equal(response?.headers()['content-type'], 'text/html; charset=utf-8');
     assert.equal(await problem.page.title(), 'Order cannot be paid (409): Orders service problem type');
     assert.equal(await problem.page.locator('h1').textContent(), 'Order cannot be paid');
-    assert.deepEqual(await problem.page.locator('h2').allTextContents(), ['What it means', 'When it happens', 'What to do']);
+    assert.deepEqual(await problem.page.locator('h2').allTextContents(), [
+      'What it means',
+      'When it happens',
+      'What to do',
+    ]);
     // The inline style applied (42rem at 16px): its hash in the policy is right.
-    assert.equal(await problem.page.locator('body').evaluate((body) => (globalThis as unknown as { getComputedStyle(e: unknown): { maxWidth: string } }).getComputedStyle(body).maxWidth), '672px');
+    assert.equal(
+      await problem.page
+        .locator('body')
+        .evaluate(
+          (body) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { maxWidth: string } }).getComputedStyle(body)
+              .maxWidth,
+        ),
+      '672px',
+    );
     assert.deepEqual(problem.errors, []);
-    assert.deepEqual(problem.requests.map((r) => new URL(r.url).pathname).filter((p) => p !== '/favicon.ico'), ['/problems/order-not-payable']);
+    assert.deepEqual(
+      problem.requests.map((r) => new URL(r.url).pathname).filter((p) => p !== '/favicon.ico'),
+      ['/problems/order-not-payable'],
+    );
     await problem.context.close();
   });
 });

@@ -64,7 +64,10 @@ describe('the built program', () => {
     assert.equal(products.status, 200);
     assert.equal(((await products.json()) as { meta: { total: number } }).meta.total, 21);
     assert.equal((await fetch(`${service.url}/readyz`)).status, 200);
-    const [code] = await Promise.all([once(service.process, 'exit').then(([c]) => c), Promise.resolve(service.process.kill('SIGTERM'))]);
+    const [code] = await Promise.all([
+      once(service.process, 'exit').then(([c]) => c),
+      Promise.resolve(service.process.kill('SIGTERM')),
+    ]);
     assert.equal(code, 0);
     assert.match(service.stdout(), /"message":"request".*"path":"\/v1\/products".*"status":200/);
   });

@@ -1,5 +1,5 @@
 /**
- * The command-line tool (SPEC §1) against the database of this run: the
+ * The command-line tool (contract §1) against the database of this run: the
  * real server's test database, or an embedded one in a temporary DATA_DIR
  * (an in-memory one would not outlive a command).
  */
@@ -42,7 +42,13 @@ async function cli(...argv: string[]): Promise<{ status: number; out: string; er
 
 describe('orders migrate', () => {
   it('prints the migrations it applied, then nothing', async () => {
-    assert.deepEqual(await cli('migrate'), { status: 0, out: readMigrations().map((m) => `${m.name}\n`).join(''), err: '' });
+    assert.deepEqual(await cli('migrate'), {
+      status: 0,
+      out: readMigrations()
+        .map((m) => `${m.name}\n`)
+        .join(''),
+      err: '',
+    });
     assert.deepEqual(await cli('migrate'), { status: 0, out: '', err: '' });
   });
 });
@@ -52,7 +58,13 @@ describe('orders seed', () => {
     const first = await cli('seed');
     assert.equal(first.status, 0);
     const printed = JSON.parse(first.out);
-    assert.deepEqual(printed.users.map((u: { email: string; role: string }) => [u.email, u.role]), [['admin@example.com', 'admin'], ['customer@example.com', 'customer']]);
+    assert.deepEqual(
+      printed.users.map((u: { email: string; role: string }) => [u.email, u.role]),
+      [
+        ['admin@example.com', 'admin'],
+        ['customer@example.com', 'customer'],
+      ],
+    );
     assert.equal(printed.products, 21);
     const second = await cli('seed');
     assert.deepEqual(JSON.parse(second.out), printed);
@@ -61,21 +73,38 @@ describe('orders seed', () => {
 
 describe('orders user create', () => {
   it('prints the new user as JSON', async () => {
-    const { status, out, err } = await cli('user', 'create', '--email', 'Ops@Example.com', '--name', 'Ops', '--role', 'admin');
+    const { status, out, err } = await cli(
+      'user',
+      'create',
+      '--email',
+      'Ops@Example.com',
+      '--name',
+      'Ops',
+      '--role',
+      'admin',
+    );
     assert.equal(err, '');
     assert.equal(status, 0);
     const user = JSON.parse(out);
-    assert.deepEqual({ ...user, id: 0, createdAt: '' }, { id: 0, email: 'Ops@Example.com', name: 'Ops', role: 'admin', createdAt: '' });
+    assert.deepEqual(
+      { ...user, id: 0, createdAt: '' },
+      { id: 0, email: 'Ops@Example.com', name: 'Ops', role: 'admin', createdAt: '' },
+    );
     assert.ok(Number.isInteger(user.id));
   });
 
   it('defaults the role to customer', async () => {
-    assert.equal(JSON.parse((await cli('user', 'create', '--email', 'c@example.com', '--name', 'C')).out).role, 'customer');
+    assert.equal(
+      JSON.parse((await cli('user', 'create', '--email', 'c@example.com', '--name', 'C')).out).role,
+      'customer',
+    );
   });
 
   it('refuses an e-mail address taken in another case', async () => {
     assert.deepEqual(await cli('user', 'create', '--email', 'ops@example.com', '--name', 'Again'), {
-      status: 1, out: '', err: 'orders: a user with the e-mail address ops@example.com exists already\n',
+      status: 1,
+      out: '',
+      err: 'orders: a user with the e-mail address ops@example.com exists already\n',
     });
   });
 
@@ -101,7 +130,16 @@ describe('orders token', () => {
 
   it('create prints the token alone on one line', async () => {
     userId = JSON.parse((await cli('user', 'create', '--email', 'tok@example.com', '--name', 'Tok')).out).id;
-    const { status, out, err } = await cli('token', 'create', '--user', String(userId), '--scopes', 'orders:read,orders:write', '--ttl', '30d');
+    const { status, out, err } = await cli(
+      'token',
+      'create',
+      '--user',
+      String(userId),
+      '--scopes',
+      'orders:read,orders:write',
+      '--ttl',
+      '30d',
+    );
     assert.equal(err, '');
     assert.equal(status, 0);
     assert.match(out, /^ord_[A-Za-z0-9_-]{43}\n$/);
@@ -128,9 +166,21 @@ describe('orders token', () => {
   });
 
   it('refuses an unknown token, user or scope', async () => {
-    assert.deepEqual(await cli('token', 'revoke', '--id', '999999'), { status: 1, out: '', err: 'orders: there is no token 999999\n' });
-    assert.deepEqual(await cli('token', 'create', '--user', '999999', '--scopes', 'orders:read'), { status: 1, out: '', err: 'orders: there is no user 999999\n' });
-    assert.deepEqual(await cli('token', 'list', '--user', '999999'), { status: 1, out: '', err: 'orders: there is no user 999999\n' });
+    assert.deepEqual(await cli('token', 'revoke', '--id', '999999'), {
+      status: 1,
+      out: '',
+      err: 'orders: there is no token 999999\n',
+    });
+    assert.deepEqual(await cli('token', 'create', '--user', '999999', '--scopes', 'orders:read'), {
+      status: 1,
+      out: '',
+      err: 'orders: there is no user 999999\n',
+    });
+    assert.deepEqual(await cli('token', 'list', '--user', '999999'), {
+      status: 1,
+      out: '',
+      err: 'orders: there is no user 999999\n',
+    });
     const scope = await cli('token', 'create', '--user', String(userId), '--scopes', 'orders:read,root');
     assert.equal(scope.status, 2);
     assert.ok(scope.err.startsWith('orders: unknown scopes root\n'));
@@ -156,7 +206,11 @@ describe('orders token', () => {
 
 describe('configuration errors', () => {
   it('stop the tool with one line naming the variable', async () => {
-    const status = await runCli(['migrate'], { PORT: 'x' }, { out: () => {}, err: (t) => assert.equal(t, 'orders: PORT must be an integer from 0 to 65535, got "x"\n') });
+    const status = await runCli(
+      ['migrate'],
+      { PORT: 'x' },
+      { out: () => {}, err: (t) => assert.equal(t, 'orders: PORT must be an integer from 0 to 65535, got "x"\n') },
+    );
     assert.equal(status, 1);
   });
 });
@@ -188,7 +242,9 @@ Commands:
 
 describe('orders --help', () => {
   it('is the general usage, listing every command with its synopsis', () => {
-    assert.equal(USAGE, `usage: orders <command> [options]
+    assert.equal(
+      USAGE,
+      `usage: orders <command> [options]
        orders help [<command>]     this text, or a command's options and an example
        orders <command> --help     the same as orders help <command>
        orders --version            the version
@@ -205,7 +261,8 @@ Commands:
 The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
 A .env file in the working directory supplies variables the environment does not set.
 Scopes: orders:read, orders:write, payments:read, payments:write, users:read, users:write, events:read, webhooks:write. TTL units: s, m, h, d.
-Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`);
+Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`,
+    );
   });
 
   it('prints it on stdout with status 0, as -h, help and help --help do', async () => {
@@ -255,7 +312,11 @@ Example:
   });
 
   it('help token and token --help list the token commands', async () => {
-    for (const argv of [['help', 'token'], ['token', '--help'], ['token', '-h']]) {
+    for (const argv of [
+      ['help', 'token'],
+      ['token', '--help'],
+      ['token', '-h'],
+    ]) {
       assert.deepEqual(await cli(...argv), { status: 0, out: TOKEN_HELP, err: '' }, argv.join(' '));
     }
   });
@@ -266,7 +327,12 @@ Example:
       writeFileSync(join(folder, '.env'), 'not a line of a .env file\n');
       const dataDir = join(folder, 'data');
       for (const argv of [['--help'], ['help', 'migrate'], ['migrate', '--help'], ['--version']]) {
-        const status = await runCli(argv, { PORT: 'x', DATA_DIR: dataDir }, { out: () => {}, err: (t) => assert.fail(t) }, folder);
+        const status = await runCli(
+          argv,
+          { PORT: 'x', DATA_DIR: dataDir },
+          { out: () => {}, err: (t) => assert.fail(t) },
+          folder,
+        );
         assert.equal(status, 0, argv.join(' '));
       }
       assert.equal(existsSync(dataDir), false);
@@ -303,9 +369,18 @@ describe('a mistake in the command line', () => {
     [['idempotency'], '"idempotency" needs a command: purge'],
     [['--verison'], 'unknown option "--verison"; did you mean "--version"?'],
     [['--version', 'now'], '--version takes no arguments, got "now"'],
-    [['token', 'create', '--usr', '3', '--scopes', 'orders:read'], 'unknown option "--usr" for "token create"; did you mean "--user"?'],
-    [['token', 'create', '--user=3', '--scope=orders:read'], 'unknown option "--scope" for "token create"; did you mean "--scopes"?'],
-    [['user', 'create', '--email', 'x@example.com', '--name', 'X', '--colour', 'red'], 'unknown option "--colour" for "user create"'],
+    [
+      ['token', 'create', '--usr', '3', '--scopes', 'orders:read'],
+      'unknown option "--usr" for "token create"; did you mean "--user"?',
+    ],
+    [
+      ['token', 'create', '--user=3', '--scope=orders:read'],
+      'unknown option "--scope" for "token create"; did you mean "--scopes"?',
+    ],
+    [
+      ['user', 'create', '--email', 'x@example.com', '--name', 'X', '--colour', 'red'],
+      'unknown option "--colour" for "user create"',
+    ],
     [['migrate', 'extra'], 'unexpected argument "extra" for "migrate"'],
     [['token', 'list', '--user'], '--user needs a value'],
     [['token', 'list'], '--user is required'],
@@ -334,35 +409,68 @@ describe('a .env file in the working directory', () => {
   };
 
   it('supplies the database to the tool', async () => {
-    dotEnv(`# this run's database\n${Object.entries(env).map(([name, value]) => `${name}="${value}"`).join('\n')}\n`);
+    dotEnv(
+      `# this run's database\n${Object.entries(env)
+        .map(([name, value]) => `${name}="${value}"`)
+        .join('\n')}\n`,
+    );
     const created = await inFolder(['user', 'create', '--email', 'dotenv@example.com', '--name', 'Dotenv'], {});
     assert.equal(created.err, '');
     assert.equal(created.status, 0);
     // The same database as this file's other tests: the user is there.
-    assert.deepEqual(await cli('token', 'list', '--user', String(JSON.parse(created.out).id)), { status: 0, out: '[]\n', err: '' });
+    assert.deepEqual(await cli('token', 'list', '--user', String(JSON.parse(created.out).id)), {
+      status: 0,
+      out: '[]\n',
+      err: '',
+    });
   });
 
   it('gives way to the environment', async () => {
-    dotEnv(`${Object.entries(env).map(([name, value]) => `${name}=${value}`).join('\n')}\nPORT=x\n`);
+    dotEnv(
+      `${Object.entries(env)
+        .map(([name, value]) => `${name}=${value}`)
+        .join('\n')}\nPORT=x\n`,
+    );
     assert.deepEqual(await inFolder(['migrate'], { PORT: '3000' }), { status: 0, out: '', err: '' });
-    assert.deepEqual(await inFolder(['migrate'], {}), { status: 1, out: '', err: 'orders: PORT must be an integer from 0 to 65535, got "x"\n' });
+    assert.deepEqual(await inFolder(['migrate'], {}), {
+      status: 1,
+      out: '',
+      err: 'orders: PORT must be an integer from 0 to 65535, got "x"\n',
+    });
   });
 
   it('stops the tool with one line naming the file and the line when malformed, status 2', async () => {
     dotEnv('# settings\nLOG_LEVEL=warn\nPORT 3000\n');
-    assert.deepEqual(await inFolder(['migrate'], env), { status: 2, out: '', err: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n' });
+    assert.deepEqual(await inFolder(['migrate'], env), {
+      status: 2,
+      out: '',
+      err: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
+    });
   });
 
   it('is read by the orders program (bin/orders.js) from its working directory', async () => {
     dotEnv('# settings\nLOG_LEVEL=warn\nPORT 3000\n');
     const program = new URL('../bin/orders.js', import.meta.url).pathname;
     const run = promisify(execFile);
-    const failed = await run(process.execPath, [program, 'migrate'], { cwd: folder, env: { ...process.env, ...env } }).then(
+    const failed = await run(process.execPath, [program, 'migrate'], {
+      cwd: folder,
+      env: { ...process.env, ...env },
+    }).then(
       () => assert.fail('exit status 0'),
       (error: { code: number; stdout: string; stderr: string }) => error,
     );
-    assert.deepEqual({ code: failed.code, stdout: failed.stdout, stderr: failed.stderr }, { code: 2, stdout: '', stderr: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n' });
+    assert.deepEqual(
+      { code: failed.code, stdout: failed.stdout, stderr: failed.stderr },
+      {
+        code: 2,
+        stdout: '',
+        stderr: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
+      },
+    );
     // Help and the version do not read it.
-    assert.deepEqual(await run(process.execPath, [program, '--version'], { cwd: folder }), { stdout: `${VERSION}\n`, stderr: '' });
+    assert.deepEqual(await run(process.execPath, [program, '--version'], { cwd: folder }), {
+      stdout: `${VERSION}\n`,
+      stderr: '',
+    });
   });
 });

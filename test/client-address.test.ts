@@ -1,5 +1,5 @@
 /**
- * The client's address behind reverse proxies (SPEC §16, TRUST_PROXY): the
+ * The client's address behind reverse proxies (contract §16, TRUST_PROXY): the
  * pure rules of src/http/client-address.ts, spoofing attempts first, and the
  * pipeline's use of the address for rate limits and the log. The real nginx
  * in front of the real server is test/nginx.test.ts.
@@ -7,15 +7,23 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createApp } from '../src/pipeline/pipeline.ts';
-import { type RouteSpec } from '../src/pipeline/context.ts';
+import type { RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
-import { clientAddress, forwardedFor, nodeAddress, parseProxyEntry, trustedProxies, type ProxyRange } from '../src/http/client-address.ts';
+import {
+  clientAddress,
+  forwardedFor,
+  nodeAddress,
+  parseProxyEntry,
+  trustedProxies,
+  type ProxyRange,
+} from '../src/http/client-address.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { createLogger } from '../src/base/logger.ts';
 
-const ranges = (...entries: string[]): ProxyRange[] => entries.flatMap((entry) => parseProxyEntry(entry) ?? assert.fail(`bad entry ${entry}`));
+const ranges = (...entries: string[]): ProxyRange[] =>
+  entries.flatMap((entry) => parseProxyEntry(entry) ?? assert.fail(`bad entry ${entry}`));
 
 describe('parseProxyEntry()', () => {
   const good: [string, ProxyRange[]][] = [
@@ -24,14 +32,33 @@ describe('parseProxyEntry()', () => {
     ['0.0.0.0/0', [{ network: '0.0.0.0', prefix: 0, family: 'ipv4' }]],
     ['::1', [{ network: '::1', prefix: 128, family: 'ipv6' }]],
     ['2001:db8::/32', [{ network: '2001:db8::', prefix: 32, family: 'ipv6' }]],
-    ['loopback', [{ network: '127.0.0.0', prefix: 8, family: 'ipv4' }, { network: '::1', prefix: 128, family: 'ipv6' }]],
+    [
+      'loopback',
+      [
+        { network: '127.0.0.0', prefix: 8, family: 'ipv4' },
+        { network: '::1', prefix: 128, family: 'ipv6' },
+      ],
+    ],
   ];
   for (const [entry, expected] of good) {
     it(`reads ${entry}`, () => {
       assert.deepEqual(parseProxyEntry(entry), expected);
     });
   }
-  for (const entry of ['', 'nginx', '10.0.0.0/33', '10.0.0.0/', '10.0.0.0/08', '10.0.0.0/-1', '2001:db8::/129', '[::1]', '10.0.0', '256.0.0.1', 'fe80::1%eth0', 'LOOPBACK']) {
+  for (const entry of [
+    '',
+    'nginx',
+    '10.0.0.0/33',
+    '10.0.0.0/',
+    '10.0.0.0/08',
+    '10.0.0.0/-1',
+    '2001:db8::/129',
+    '[::1]',
+    '10.0.0',
+    '256.0.0.1',
+    'fe80::1%eth0',
+    'LOOPBACK',
+  ]) {
     it(`refuses ${JSON.stringify(entry)}`, () => {
       assert.equal(parseProxyEntry(entry), undefined);
     });
@@ -122,16 +149,46 @@ describe('clientAddress()', () => {
     // Spoofing: the peer is no proxy, so nothing it says about itself is believed.
     ['a client sending X-Forwarded-For itself is its own address', '198.51.100.9', null, '192.0.2.1', '198.51.100.9'],
     ['a client sending Forwarded itself is its own address', '198.51.100.9', 'for=192.0.2.1', null, '198.51.100.9'],
-    ['a client claiming to be a trusted proxy is its own address', '198.51.100.9', 'for=10.0.0.1', '10.0.0.1', '198.51.100.9'],
+    [
+      'a client claiming to be a trusted proxy is its own address',
+      '198.51.100.9',
+      'for=10.0.0.1',
+      '10.0.0.1',
+      '198.51.100.9',
+    ],
     // Through one trusted proxy.
     ['one proxy: the address it forwards', '10.0.0.1', 'for=192.0.2.60;proto=https', null, '192.0.2.60'],
     ['one proxy, X-Forwarded-For: the address it forwards', '10.0.0.1', null, '192.0.2.60', '192.0.2.60'],
-    ['one proxy that appends: the right-most address, not what the client wrote', '10.0.0.1', 'for=6.6.6.6, for=192.0.2.60', '6.6.6.6, 192.0.2.60', '192.0.2.60'],
-    ['one proxy appending to X-Forwarded-For: the right-most, not the client\'s own entry', '10.0.0.1', null, '6.6.6.6, 192.0.2.60', '192.0.2.60'],
+    [
+      'one proxy that appends: the right-most address, not what the client wrote',
+      '10.0.0.1',
+      'for=6.6.6.6, for=192.0.2.60',
+      '6.6.6.6, 192.0.2.60',
+      '192.0.2.60',
+    ],
+    [
+      "one proxy appending to X-Forwarded-For: the right-most, not the client's own entry",
+      '10.0.0.1',
+      null,
+      '6.6.6.6, 192.0.2.60',
+      '192.0.2.60',
+    ],
     // Chains.
     ['two trusted proxies: past both', '10.0.0.1', 'for=192.0.2.60, for=10.0.0.2', null, '192.0.2.60'],
-    ['a chain with untrusted hops: the right-most untrusted', '10.0.0.1', 'for=6.6.6.6, for=198.51.100.1, for=192.0.2.60, for=10.0.0.2', null, '192.0.2.60'],
-    ['X-Forwarded-For chain with untrusted hops: the right-most untrusted', '10.0.0.1', null, '6.6.6.6, 198.51.100.1, 192.0.2.60, 10.0.0.2', '192.0.2.60'],
+    [
+      'a chain with untrusted hops: the right-most untrusted',
+      '10.0.0.1',
+      'for=6.6.6.6, for=198.51.100.1, for=192.0.2.60, for=10.0.0.2',
+      null,
+      '192.0.2.60',
+    ],
+    [
+      'X-Forwarded-For chain with untrusted hops: the right-most untrusted',
+      '10.0.0.1',
+      null,
+      '6.6.6.6, 198.51.100.1, 192.0.2.60, 10.0.0.2',
+      '192.0.2.60',
+    ],
     ['every hop trusted: the left-most', '10.0.0.1', null, '10.0.0.3, 10.0.0.2', '10.0.0.3'],
     // IPv6.
     ['a quoted IPv6 address with a port', '10.0.0.1', 'for="[2001:db8:cafe::17]:4711"', null, '2001:db8:cafe::17'],
@@ -139,9 +196,21 @@ describe('clientAddress()', () => {
     ['an IPv4-mapped peer', '::ffff:10.0.0.1', 'for=192.0.2.60', null, '192.0.2.60'],
     ['a peer not trusted is given unmapped', '::ffff:198.51.100.9', null, null, '198.51.100.9'],
     // Hops that hide where the request came from end the walk.
-    ['for=unknown: the proxy itself, never what lies left of it', '10.0.0.1', 'for=6.6.6.6, for=unknown', null, '10.0.0.1'],
+    [
+      'for=unknown: the proxy itself, never what lies left of it',
+      '10.0.0.1',
+      'for=6.6.6.6, for=unknown',
+      null,
+      '10.0.0.1',
+    ],
     ['an obfuscated identifier: the proxy itself', '10.0.0.1', 'for=6.6.6.6, for="_hidden"', null, '10.0.0.1'],
-    ['a hop with no for: the nearest trusted proxy', '10.0.0.1', 'for=6.6.6.6, proto=https, for=10.0.0.2', null, '10.0.0.2'],
+    [
+      'a hop with no for: the nearest trusted proxy',
+      '10.0.0.1',
+      'for=6.6.6.6, proto=https, for=10.0.0.2',
+      null,
+      '10.0.0.2',
+    ],
     ['a malformed entry in X-Forwarded-For: the proxy itself', '10.0.0.1', null, '6.6.6.6, not-an-address', '10.0.0.1'],
     // Which field.
     ['Forwarded is preferred to X-Forwarded-For', '10.0.0.1', 'for=192.0.2.60', '198.51.100.1', '192.0.2.60'],
@@ -157,31 +226,59 @@ describe('clientAddress()', () => {
 });
 
 describe('the pipeline with TRUST_PROXY', () => {
-  const authenticator: Authenticator = { authenticate: async () => { throw new HttpError(401, 'unauthorized'); } };
+  const authenticator: Authenticator = {
+    authenticate: async () => {
+      throw new HttpError(401, 'unauthorized');
+    },
+  };
   const routes: RouteSpec[] = [
-    { method: 'GET', pattern: '/ping', auth: 'public', versioned: false, doc: { summary: 'ping', success: { status: 200 } }, handler: async () => new Response('pong') },
+    {
+      method: 'GET',
+      pattern: '/ping',
+      auth: 'public',
+      versioned: false,
+      doc: { summary: 'ping', success: { status: 200 } },
+      handler: async () => new Response('pong'),
+    },
   ];
   const setUp = (env: Record<string, string>) => {
     const lines: Record<string, unknown>[] = [];
-    const app = createApp({ config: loadConfig({ RATE_LIMIT: '2/60', ...env }), db: {} as Database, log: createLogger('info', (line) => lines.push(JSON.parse(line))), authenticator }, routes);
-    const get = (remoteAddress: string, headers: Record<string, string> = {}) => app(new Request('http://localhost/ping', { headers }), { remoteAddress });
+    const app = createApp(
+      {
+        config: loadConfig({ RATE_LIMIT: '2/60', ...env }),
+        db: {} as Database,
+        log: createLogger('info', (line) => lines.push(JSON.parse(line))),
+        authenticator,
+      },
+      routes,
+    );
+    const get = (remoteAddress: string, headers: Record<string, string> = {}) =>
+      app(new Request('http://localhost/ping', { headers }), { remoteAddress });
     return { lines, get };
   };
 
   it('counts each forwarded client apart, and logs its address', async () => {
     const { lines, get } = setUp({ TRUST_PROXY: '10.0.0.1' });
     const statuses: number[] = [];
-    for (const client of ['192.0.2.1', '192.0.2.1', '192.0.2.1', '192.0.2.2']) statuses.push((await get('10.0.0.1', { forwarded: `for=${client}` })).status);
+    for (const client of ['192.0.2.1', '192.0.2.1', '192.0.2.1', '192.0.2.2'])
+      statuses.push((await get('10.0.0.1', { forwarded: `for=${client}` })).status);
     assert.deepEqual(statuses, [200, 200, 429, 200]);
-    assert.deepEqual(lines.map((line) => line.clientAddress), ['192.0.2.1', '192.0.2.1', '192.0.2.1', '192.0.2.2']);
+    assert.deepEqual(
+      lines.map((line) => line.clientAddress),
+      ['192.0.2.1', '192.0.2.1', '192.0.2.1', '192.0.2.2'],
+    );
   });
 
   it('believes nothing from a peer that is not a trusted proxy', async () => {
     const { lines, get } = setUp({ TRUST_PROXY: '10.0.0.1' });
     const statuses: number[] = [];
-    for (const client of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) statuses.push((await get('198.51.100.9', { 'x-forwarded-for': client, forwarded: `for=${client}` })).status);
+    for (const client of ['192.0.2.1', '192.0.2.2', '192.0.2.3'])
+      statuses.push((await get('198.51.100.9', { 'x-forwarded-for': client, forwarded: `for=${client}` })).status);
     assert.deepEqual(statuses, [200, 200, 429]);
-    assert.deepEqual(lines.map((line) => line.clientAddress), ['198.51.100.9', '198.51.100.9', '198.51.100.9']);
+    assert.deepEqual(
+      lines.map((line) => line.clientAddress),
+      ['198.51.100.9', '198.51.100.9', '198.51.100.9'],
+    );
   });
 
   it('ignores the fields altogether when TRUST_PROXY is unset', async () => {
@@ -193,7 +290,8 @@ describe('the pipeline with TRUST_PROXY', () => {
   it('counts a forwarded IPv6 client by its /64', async () => {
     const { get } = setUp({ TRUST_PROXY: 'loopback' });
     const statuses: number[] = [];
-    for (const client of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3', '2001:db8:1:3::1']) statuses.push((await get('::1', { forwarded: `for="[${client}]:4711"` })).status);
+    for (const client of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3', '2001:db8:1:3::1'])
+      statuses.push((await get('::1', { forwarded: `for="[${client}]:4711"` })).status);
     assert.deepEqual(statuses, [200, 200, 429, 200]);
   });
 });

@@ -18,10 +18,19 @@ describe('WORKERS=2', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL
   });
 
   it('serves from two processes on one port and stops both on SIGTERM', async () => {
-    const service = await startService({ DATABASE_URL: database.url, WORKERS: '2', LOG_LEVEL: 'info' }, /listening on (http:\/\/\S+) \(database: postgres, 2 workers\)/);
+    const service = await startService(
+      { DATABASE_URL: database.url, WORKERS: '2', LOG_LEVEL: 'info' },
+      /listening on (http:\/\/\S+) \(database: postgres, 2 workers\)/,
+    );
     const child = service.process;
     for (let i = 0; i < 20; i++) assert.equal((await fetch(`${service.url}/readyz`)).status, 200);
-    const workers = new Set([...service.stdout().matchAll(/"message":"listening","url":"[^"]+","database":"postgres","startupMs":\d+,"worker":(\d+)/g)].map((m) => m[1]));
+    const workers = new Set(
+      [
+        ...service
+          .stdout()
+          .matchAll(/"message":"listening","url":"[^"]+","database":"postgres","startupMs":\d+,"worker":(\d+)/g),
+      ].map((m) => m[1]),
+    );
     assert.equal(workers.size, 2);
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');

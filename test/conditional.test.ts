@@ -15,7 +15,11 @@ describe('parseTagList()', () => {
   it('reads *, one tag, weak tags and lists', () => {
     assert.equal(parseTagList('*'), '*');
     assert.deepEqual(parseTagList('"a"'), [{ weak: false, opaque: '"a"' }]);
-    assert.deepEqual(parseTagList('W/"a", "b" ,,"c"'), [{ weak: true, opaque: '"a"' }, { weak: false, opaque: '"b"' }, { weak: false, opaque: '"c"' }]);
+    assert.deepEqual(parseTagList('W/"a", "b" ,,"c"'), [
+      { weak: true, opaque: '"a"' },
+      { weak: false, opaque: '"b"' },
+      { weak: false, opaque: '"c"' },
+    ]);
     assert.deepEqual(parseTagList('""'), [{ weak: false, opaque: '""' }]);
   });
   it('is null when absent', () => {

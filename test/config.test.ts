@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config/config.ts';
 
 describe('loadConfig()', () => {
-  it('applies the SPEC §1 defaults to an empty environment', () => {
+  it('applies the contract §1 defaults to an empty environment', () => {
     assert.deepEqual(loadConfig({}), {
       port: 3000,
       host: '127.0.0.1',
@@ -23,9 +23,17 @@ describe('loadConfig()', () => {
 
   it('reads every variable', () => {
     const config = loadConfig({
-      PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u@db:5432/orders', DATA_DIR: '/var/lib/orders',
-      DB_POOL_MAX: '4', MAX_BODY_BYTES: '2048', RATE_LIMIT: '100/10', CACHE_MAX_AGE: '0',
-      V1_DEPRECATED_AT: '2026-01-01T00:00:00Z', V1_SUNSET_AT: '2026-06-01T12:30:00.5+02:00', LOG_LEVEL: 'debug',
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://u@db:5432/orders',
+      DATA_DIR: '/var/lib/orders',
+      DB_POOL_MAX: '4',
+      MAX_BODY_BYTES: '2048',
+      RATE_LIMIT: '100/10',
+      CACHE_MAX_AGE: '0',
+      V1_DEPRECATED_AT: '2026-01-01T00:00:00Z',
+      V1_SUNSET_AT: '2026-06-01T12:30:00.5+02:00',
+      LOG_LEVEL: 'debug',
     });
     assert.equal(config.port, 8080);
     assert.equal(config.host, '0.0.0.0');
@@ -61,10 +69,22 @@ describe('loadConfig()', () => {
     [{ RATE_LIMIT: '600' }, 'RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got "600"'],
     [{ RATE_LIMIT: '0/60' }, 'RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got "0/60"'],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of debug, info, warn, error, silent, got "verbose"'],
-    [{ V1_SUNSET_AT: 'next year' }, 'V1_SUNSET_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "next year"'],
-    [{ V1_DEPRECATED_AT: '2026-13-45T00:00:00Z' }, 'V1_DEPRECATED_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "2026-13-45T00:00:00Z"'],
-    [{ V1_DEPRECATED_AT: '2027-01-01T00:00:00Z', V1_SUNSET_AT: '2026-01-01T00:00:00Z' }, 'V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT'],
-    [{ DATABASE_URL: 'mysql://root@db/orders' }, 'DATABASE_URL must be a postgres:// URL or memory:, got the scheme mysql:'],
+    [
+      { V1_SUNSET_AT: 'next year' },
+      'V1_SUNSET_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "next year"',
+    ],
+    [
+      { V1_DEPRECATED_AT: '2026-13-45T00:00:00Z' },
+      'V1_DEPRECATED_AT must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got "2026-13-45T00:00:00Z"',
+    ],
+    [
+      { V1_DEPRECATED_AT: '2027-01-01T00:00:00Z', V1_SUNSET_AT: '2026-01-01T00:00:00Z' },
+      'V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT',
+    ],
+    [
+      { DATABASE_URL: 'mysql://root@db/orders' },
+      'DATABASE_URL must be a postgres:// URL or memory:, got the scheme mysql:',
+    ],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value'],
     [{ WORKERS: '0' }, 'WORKERS must be an integer from 1 to 64, got "0"'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE must be one of 0, 1, got "yes"'],
@@ -72,21 +92,27 @@ describe('loadConfig()', () => {
   ];
   for (const [env, message] of invalid) {
     it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
-      assert.throws(() => loadConfig(env), (error: unknown) => {
-        assert.ok(error instanceof ConfigError);
-        assert.equal(error.message, message);
-        assert.ok(!error.message.includes('\n'));
-        return true;
-      });
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.equal(error.message, message);
+          assert.ok(!error.message.includes('\n'));
+          return true;
+        },
+      );
     });
   }
 
   it('never echoes a DATABASE_URL that may hold a password', () => {
-    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://root:s3cret@db/orders' }), (error: Error) => !error.message.includes('s3cret'));
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'mysql://root:s3cret@db/orders' }),
+      (error: Error) => !error.message.includes('s3cret'),
+    );
   });
 });
 
-describe('loadConfig(): SPEC §16 variables', () => {
+describe('loadConfig(): contract §16 variables', () => {
   it('leaves CORS_ORIGINS, TRUST_PROXY and METRICS_TOKEN out when unset', () => {
     const config = loadConfig({});
     assert.equal('corsOrigins' in config, false);
@@ -95,7 +121,10 @@ describe('loadConfig(): SPEC §16 variables', () => {
   });
 
   it('reads CORS_ORIGINS as origins normalised as browsers send them, each once', () => {
-    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://App.Example:443, http://localhost:5173,https://app.example' }).corsOrigins, ['https://app.example', 'http://localhost:5173']);
+    assert.deepEqual(
+      loadConfig({ CORS_ORIGINS: 'https://App.Example:443, http://localhost:5173,https://app.example' }).corsOrigins,
+      ['https://app.example', 'http://localhost:5173'],
+    );
     assert.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*');
   });
 
@@ -112,8 +141,10 @@ describe('loadConfig(): SPEC §16 variables', () => {
     assert.equal(loadConfig({ METRICS_TOKEN: 'scrape-me-0123456789' }).metricsToken, 'scrape-me-0123456789');
   });
 
-  const corsMessage = (entry: string) => `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`;
-  const proxyMessage = (entry: string) => `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`;
+  const corsMessage = (entry: string) =>
+    `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`;
+  const proxyMessage = (entry: string) =>
+    `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`;
   const tokenMessage = 'METRICS_TOKEN must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)';
   const invalid: [Record<string, string>, string][] = [
     [{ CORS_ORIGINS: 'https://app.example/' }, corsMessage('https://app.example/')],
@@ -131,16 +162,22 @@ describe('loadConfig(): SPEC §16 variables', () => {
   ];
   for (const [env, message] of invalid) {
     it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
-      assert.throws(() => loadConfig(env), (error: unknown) => {
-        assert.ok(error instanceof ConfigError);
-        assert.equal(error.message, message);
-        assert.ok(!error.message.includes('\n'));
-        return true;
-      });
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.equal(error.message, message);
+          assert.ok(!error.message.includes('\n'));
+          return true;
+        },
+      );
     });
   }
 
   it('never echoes a METRICS_TOKEN', () => {
-    assert.throws(() => loadConfig({ METRICS_TOKEN: 'secret!secret!secret!' }), (error: Error) => !error.message.includes('secret!'));
+    assert.throws(
+      () => loadConfig({ METRICS_TOKEN: 'secret!secret!secret!' }),
+      (error: Error) => !error.message.includes('secret!'),
+    );
   });
 });

@@ -1,5 +1,5 @@
 /**
- * CORS (SPEC §16): the pure rules of src/http/cors.ts, the pipeline's use of
+ * CORS (contract §16): the pure rules of src/http/cors.ts, the pipeline's use of
  * them with routes made for the test, and the real server with fetch (what
  * a browser sends, field by field). The browser itself is driven by the
  * playwright tests.
@@ -7,11 +7,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createApp } from '../src/pipeline/pipeline.ts';
-import { type RouteSpec } from '../src/pipeline/context.ts';
+import type { RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
-import { ALLOWED_HEADERS, corsPolicy, EXPOSED_HEADERS, isPreflight, parseOrigin, preflightFields, responseFields, varyWith } from '../src/http/cors.ts';
+import {
+  ALLOWED_HEADERS,
+  corsPolicy,
+  EXPOSED_HEADERS,
+  isPreflight,
+  parseOrigin,
+  preflightFields,
+  responseFields,
+  varyWith,
+} from '../src/http/cors.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { createLogger } from '../src/base/logger.ts';
 import { bearer, startTestServer, type TestServer } from './support/server.ts';
@@ -19,7 +28,8 @@ import { bearer, startTestServer, type TestServer } from './support/server.ts';
 const APP = 'https://app.example';
 const OTHER = 'https://evil.example';
 const ALLOW_HEADERS = 'Accept, Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Request-Id';
-const EXPOSE_HEADERS = 'ETag, Location, Link, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed';
+const EXPOSE_HEADERS =
+  'ETag, Location, Link, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed';
 const PREFLIGHT_VARY = 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers';
 
 /** The access-control-* fields of `response`, by name. */
@@ -60,7 +70,15 @@ describe('corsPolicy()', () => {
       assert.equal(allow('http://localhost:5173'), 'http://localhost:5173');
     });
     it('gives nothing to an origin not listed, nor to a near miss, null or none', () => {
-      for (const origin of [OTHER, 'https://app.example:8443', 'http://app.example', 'https://app.example.evil.example', 'null', '', null]) {
+      for (const origin of [
+        OTHER,
+        'https://app.example:8443',
+        'http://app.example',
+        'https://app.example.evil.example',
+        'null',
+        '',
+        null,
+      ]) {
         assert.equal(allow(origin), undefined, String(origin));
       }
     });
@@ -91,7 +109,7 @@ describe('isPreflight()', () => {
 });
 
 describe('preflightFields() and responseFields()', () => {
-  it('answer a preflight with the origin, the path\'s methods, the allowed request fields and a max age', () => {
+  it("answer a preflight with the origin, the path's methods, the allowed request fields and a max age", () => {
     assert.deepEqual(preflightFields(APP, 'GET, HEAD, OPTIONS'), [
       ['access-control-allow-origin', APP],
       ['access-control-allow-methods', 'GET, HEAD, OPTIONS'],
@@ -105,8 +123,17 @@ describe('preflightFields() and responseFields()', () => {
       ['access-control-expose-headers', EXPOSE_HEADERS],
     ]);
   });
-  it('allow the request fields SPEC §16 names and expose the response fields it names', () => {
-    for (const name of ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'Accept', 'X-Request-Id']) assert.ok((ALLOWED_HEADERS as readonly string[]).includes(name), name);
+  it('allow the request fields contract §16 names and expose the response fields it names', () => {
+    for (const name of [
+      'Authorization',
+      'Content-Type',
+      'Idempotency-Key',
+      'If-Match',
+      'If-None-Match',
+      'Accept',
+      'X-Request-Id',
+    ])
+      assert.ok((ALLOWED_HEADERS as readonly string[]).includes(name), name);
     assert.equal(EXPOSED_HEADERS.join(', '), EXPOSE_HEADERS);
   });
 });
@@ -128,14 +155,27 @@ describe('varyWith()', () => {
 });
 
 describe('the pipeline with CORS_ORIGINS', () => {
-  const authenticator: Authenticator = { authenticate: async () => { throw new HttpError(401, 'unauthorized'); } };
+  const authenticator: Authenticator = {
+    authenticate: async () => {
+      throw new HttpError(401, 'unauthorized');
+    },
+  };
   const doc = { summary: 'test route', success: { status: 200 } } as const;
   const routes: RouteSpec[] = [
     { method: 'GET', pattern: '/things', auth: 'public', doc, handler: async () => Response.json({ ok: true }) },
     { method: 'POST', pattern: '/things', auth: 'orders:write', doc, handler: async () => Response.json({ ok: true }) },
   ];
-  const newApp = (env: Record<string, string>) => createApp({ config: loadConfig(env), db: {} as Database, log: createLogger('silent'), authenticator }, routes);
-  const preflight = (origin: string) => new Request('http://localhost/v2/things', { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' } });
+  const newApp = (env: Record<string, string>) =>
+    createApp({ config: loadConfig(env), db: {} as Database, log: createLogger('silent'), authenticator }, routes);
+  const preflight = (origin: string) =>
+    new Request('http://localhost/v2/things', {
+      method: 'OPTIONS',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, idempotency-key',
+      },
+    });
   const client = { remoteAddress: '192.0.2.1' };
 
   it('answers preflights from a listed origin with 204 and no token, never with 429, and does not count them', async () => {
@@ -170,7 +210,10 @@ describe('the pipeline with CORS_ORIGINS', () => {
     const refused = await app(new Request('http://localhost/v2/things', { headers: { origin: APP } }), client);
     assert.equal(refused.status, 429);
     assert.equal(refused.headers.get('retry-after'), '60');
-    assert.deepEqual(corsFields(refused), { 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSE_HEADERS });
+    assert.deepEqual(corsFields(refused), {
+      'access-control-allow-origin': APP,
+      'access-control-expose-headers': EXPOSE_HEADERS,
+    });
     assert.equal(refused.headers.get('vary'), 'Accept, Origin');
   });
 
@@ -202,7 +245,11 @@ describe('CORS on the real server', () => {
     it('is 204 with exactly the CORS answer, and no token is asked for', async () => {
       const response = await fetch(`${t.url}/v2/orders/1`, {
         method: 'OPTIONS',
-        headers: { origin: APP, 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization,content-type,if-match' },
+        headers: {
+          origin: APP,
+          'access-control-request-method': 'PATCH',
+          'access-control-request-headers': 'authorization,content-type,if-match',
+        },
       });
       assert.equal(response.status, 204);
       assert.deepEqual(corsFields(response), {
@@ -218,16 +265,25 @@ describe('CORS on the real server', () => {
     });
 
     it('names the methods of the path it is for', async () => {
-      const response = await fetch(`${t.url}/v2/products`, { method: 'OPTIONS', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' } });
+      const response = await fetch(`${t.url}/v2/products`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' },
+      });
       assert.equal(response.status, 204);
       assert.equal(response.headers.get('access-control-allow-origin'), 'http://localhost:5173');
       assert.equal(response.headers.get('access-control-allow-methods'), 'GET, HEAD, OPTIONS');
     });
 
     it('to a path that names nothing is the 404, readable by the origin', async () => {
-      const response = await fetch(`${t.url}/v2/nothing-here`, { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': 'GET' } });
+      const response = await fetch(`${t.url}/v2/nothing-here`, {
+        method: 'OPTIONS',
+        headers: { origin: APP, 'access-control-request-method': 'GET' },
+      });
       assert.equal(response.status, 404);
-      assert.deepEqual(corsFields(response), { 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSE_HEADERS });
+      assert.deepEqual(corsFields(response), {
+        'access-control-allow-origin': APP,
+        'access-control-expose-headers': EXPOSE_HEADERS,
+      });
     });
   });
 
@@ -285,7 +341,10 @@ describe('CORS on the real server', () => {
     });
 
     it('gets the ordinary OPTIONS answer to a preflight', async () => {
-      const response = await fetch(`${t.url}/v2/orders/1`, { method: 'OPTIONS', headers: { origin: OTHER, 'access-control-request-method': 'PATCH' } });
+      const response = await fetch(`${t.url}/v2/orders/1`, {
+        method: 'OPTIONS',
+        headers: { origin: OTHER, 'access-control-request-method': 'PATCH' },
+      });
       assert.equal(response.status, 204);
       assert.deepEqual(corsFields(response), {});
       assert.equal(response.headers.get('allow'), 'GET, HEAD, PUT, PATCH, DELETE, OPTIONS');
@@ -303,7 +362,10 @@ describe('CORS on the real server', () => {
     it('answers any origin with itself (never *), and a preflight too', async () => {
       const response = await wildcard.fetch('/v2/products/1', { headers: { origin: OTHER } });
       assert.equal(response.headers.get('access-control-allow-origin'), OTHER);
-      const answered = await fetch(`${wildcard.url}/v2/orders`, { method: 'OPTIONS', headers: { origin: 'http://localhost:1234', 'access-control-request-method': 'POST' } });
+      const answered = await fetch(`${wildcard.url}/v2/orders`, {
+        method: 'OPTIONS',
+        headers: { origin: 'http://localhost:1234', 'access-control-request-method': 'POST' },
+      });
       assert.equal(answered.status, 204);
       assert.equal(answered.headers.get('access-control-allow-origin'), 'http://localhost:1234');
       assert.equal(answered.headers.get('access-control-allow-methods'), 'GET, HEAD, POST, OPTIONS');

@@ -1,7 +1,7 @@
 /**
  * The server killed with SIGKILL in the middle of a burst of 200 keyed
  * POSTs from several clients, restarted, and every key retried: each logical
- * operation exists exactly once (SPEC §7). Real PostgreSQL only: the
+ * operation exists exactly once (contract §7). Real PostgreSQL only: the
  * embedded database lives inside the killed process.
  */
 import assert from 'node:assert/strict';
@@ -23,7 +23,9 @@ const startChild = async (databaseUrl: string) => {
   return { child: service.process, url: service.url };
 };
 
-describe('SIGKILL in the middle of a burst of keyed POSTs', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server' }, () => {
+describe('SIGKILL in the middle of a burst of keyed POSTs', {
+  skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server',
+}, () => {
   let database: TestDatabase;
   let db: Database;
   let token: string;
@@ -47,7 +49,11 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', { skip: REAL_SERVER_
   const send = (url: string, i: number) =>
     fetch(`${url}/v1/orders`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `crash-${i}` },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'idempotency-key': `crash-${i}`,
+      },
       body: JSON.stringify({ items: [{ productId: (i % 20) + 1, qty: (i % 7) + 1 }] }),
     });
 
@@ -76,7 +82,9 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', { skip: REAL_SERVER_
     await Promise.all(clients);
     const [, signal] = await exited;
     assert.equal(signal, 'SIGKILL');
-    const before = (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${userId}`)[0]!.n;
+    const before = (
+      await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${userId}`
+    )[0]!.n;
 
     const second = await startChild(database.url);
     try {
@@ -88,15 +96,25 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', { skip: REAL_SERVER_
         if (response.headers.get('idempotent-replayed') === 'true') replayed += 1;
         ids.add((await response.json()).id);
       }
-      const orders = (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${userId}`)[0]!.n;
-      const keys = (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = ${userId}`)[0]!.n;
-      const items = (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.customer_id = ${userId}`)[0]!.n;
+      const orders = (
+        await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${userId}`
+      )[0]!.n;
+      const keys = (
+        await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = ${userId}`
+      )[0]!.n;
+      const items = (
+        await db.sql<
+          { n: number }[]
+        >`SELECT count(*)::int AS n FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.customer_id = ${userId}`
+      )[0]!.n;
       assert.equal(ids.size, KEYS, 'every key names its own order');
       assert.equal(orders, KEYS, 'one order per key, none twice');
       assert.equal(keys, KEYS);
       assert.equal(items, KEYS);
       assert.equal(replayed, before, 'exactly the orders committed before the kill are replayed');
-      ctx.diagnostic(`SIGKILL after ${answered} answers: ${before} orders committed; on retry ${replayed} replayed + ${KEYS - replayed} fresh = ${orders} orders for ${KEYS} keys`);
+      ctx.diagnostic(
+        `SIGKILL after ${answered} answers: ${before} orders committed; on retry ${replayed} replayed + ${KEYS - replayed} fresh = ${orders} orders for ${KEYS} keys`,
+      );
     } finally {
       second.child.kill('SIGTERM');
       await once(second.child, 'exit');

@@ -1,5 +1,5 @@
 /**
- * Database faults under load (SPEC §1 "Faults", §7, §11), on the real
+ * Database faults under load (contract §1 "Faults", §7, §11), on the real
  * PostgreSQL server through a TCP proxy on loopback that cuts or blackholes
  * the service's connections while clients write with Idempotency-Keys.
  *
@@ -27,7 +27,8 @@ import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './suppor
 import { startProxy, type Proxy } from './support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
-const skip = REAL_SERVER_URL === undefined ? 'needs the real PostgreSQL server (DATABASE_URL); CI runs it there' : false;
+const skip =
+  REAL_SERVER_URL === undefined ? 'needs the real PostgreSQL server (DATABASE_URL); CI runs it there' : false;
 
 describe('database faults under concurrent keyed writes', { skip }, () => {
   let database: TestDatabase;
@@ -48,7 +49,11 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     proxy = await startProxy({ host: target.host, port: target.port });
     // Fewer connections than clients, as under load: requests also wait for a connection.
     t = await startTestServer(
-      { DATABASE_URL: `postgres://${target.user}@127.0.0.1:${proxy.port}/${target.database}`, DB_POOL_MAX: '4', WEBHOOK_ALLOW_PRIVATE: '1' },
+      {
+        DATABASE_URL: `postgres://${target.user}@127.0.0.1:${proxy.port}/${target.database}`,
+        DB_POOL_MAX: '4',
+        WEBHOOK_ALLOW_PRIVATE: '1',
+      },
       database,
       undefined,
       { pollMs: 50, leaseSeconds: 5, retryDelaysSeconds: [0.1, 0.2, 0.4, 0.8, 1, 1, 1, 1], timeoutMs: 1_000 },
@@ -103,7 +108,9 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     throw new Error('no answer but 503/409 after 400 attempts');
   }
 
-  it('cuts every connection again and again: no exit, only 503 or 409 with Retry-After, each key done once', { timeout: 60_000 }, async (ctx) => {
+  it('cuts every connection again and again: no exit, only 503 or 409 with Retry-After, each key done once', {
+    timeout: 60_000,
+  }, async (ctx) => {
     const clients: Account[] = [];
     for (let i = 0; i < 10; i++) clients.push(await t.user('customer'));
     const admin = await t.user('admin');
@@ -111,7 +118,10 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
       const endpoint = await t.fetch('/v2/webhook-endpoints', {
         method: 'POST',
         headers: { ...bearer(admin.token), 'content-type': 'application/json' },
-        body: JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, events: ['order.created'] }),
+        body: JSON.stringify({
+          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+          events: ['order.created'],
+        }),
       });
       assert.equal(endpoint.status, 201);
     }
@@ -135,33 +145,48 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
         reads.push(product.status);
         const page = await t.fetch('/v1/products?pageSize=1');
         reads.push(page.status);
-        if (page.status === 200) assert.equal(((await page.json()) as { data: unknown[] }).data.length, 1, 'a page of the catalog is never empty');
+        if (page.status === 200)
+          assert.equal(
+            ((await page.json()) as { data: unknown[] }).data.length,
+            1,
+            'a page of the catalog is never empty',
+          );
         else await page.body?.cancel();
         await product.body?.cancel();
       }
     })();
     const done = new Map<number, number[]>();
-    await Promise.all(clients.map(async (who, c) => {
-      const orders: number[] = [];
-      done.set(who.id, orders);
-      for (let i = 0; cutting || i < 2; i++) {
-        const created = await until(seen, () => t.fetch('/v1/orders', {
-          method: 'POST',
-          headers: { ...bearer(who.token), 'content-type': 'application/json', 'idempotency-key': `order-${c}-${i}` },
-          body: JSON.stringify({ items: [{ productId: 1, qty: 1 + (i % 3) }] }),
-        }));
-        assert.equal(created.status, 201);
-        const o = (await created.json()) as { id: number; total: number; currency: string };
-        const paid = await until(seen, () => t.fetch('/v1/payments', {
-          method: 'POST',
-          headers: { ...bearer(who.token), 'content-type': 'application/json', 'idempotency-key': `pay-${c}-${i}` },
-          body: JSON.stringify({ orderId: o.id, amount: o.total, currency: o.currency }),
-        }));
-        assert.equal(paid.status, 201, JSON.stringify(await paid.clone().json()));
-        await paid.body?.cancel();
-        orders.push(o.id);
-      }
-    }));
+    await Promise.all(
+      clients.map(async (who, c) => {
+        const orders: number[] = [];
+        done.set(who.id, orders);
+        for (let i = 0; cutting || i < 2; i++) {
+          const created = await until(seen, () =>
+            t.fetch('/v1/orders', {
+              method: 'POST',
+              headers: {
+                ...bearer(who.token),
+                'content-type': 'application/json',
+                'idempotency-key': `order-${c}-${i}`,
+              },
+              body: JSON.stringify({ items: [{ productId: 1, qty: 1 + (i % 3) }] }),
+            }),
+          );
+          assert.equal(created.status, 201);
+          const o = (await created.json()) as { id: number; total: number; currency: string };
+          const paid = await until(seen, () =>
+            t.fetch('/v1/payments', {
+              method: 'POST',
+              headers: { ...bearer(who.token), 'content-type': 'application/json', 'idempotency-key': `pay-${c}-${i}` },
+              body: JSON.stringify({ orderId: o.id, amount: o.total, currency: o.currency }),
+            }),
+          );
+          assert.equal(paid.status, 201, JSON.stringify(await paid.clone().json()));
+          await paid.body?.cancel();
+          orders.push(o.id);
+        }
+      }),
+    );
     await Promise.all([cuts, reader]);
 
     const refusals = seen.filter((s) => s.status >= 300);
@@ -172,26 +197,44 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
         `only 503 unavailable or 409 in-use, each with Retry-After: ${JSON.stringify(s)}`,
       );
     }
-    assert.deepEqual([...new Set(reads)].filter((s) => s !== 200 && s !== 503), [], 'reads answer 200 or 503, never 404');
-    assert.ok(refusals.some((s) => s.status === 503), 'the cuts were felt');
-    assert.deepEqual(t.logs.filter((l) => l.msg === 'unhandled error'), [], 'no 500');
+    assert.deepEqual(
+      [...new Set(reads)].filter((s) => s !== 200 && s !== 503),
+      [],
+      'reads answer 200 or 503, never 404',
+    );
+    assert.ok(
+      refusals.some((s) => s.status === 503),
+      'the cuts were felt',
+    );
+    assert.deepEqual(
+      t.logs.filter((l) => l.msg === 'unhandled error'),
+      [],
+      'no 500',
+    );
 
     // Exactly once: one order per order key, one payment per paid order, no payment on a pending order.
     for (const [userId, orders] of done) {
       const rows = await direct<{ id: number; status: string; payments: number }[]>`
         SELECT o.id::int AS id, o.status, (SELECT count(*)::int FROM payments p WHERE p.order_id = o.id) AS payments
         FROM orders o WHERE o.customer_id = ${userId} ORDER BY o.id`;
-      assert.deepEqual(rows.map((r) => [r.id, r.status, r.payments]), orders.map((id) => [id, 'paid', 1]));
-      const keys = await direct<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = ${userId}`;
+      assert.deepEqual(
+        rows.map((r) => [r.id, r.status, r.payments]),
+        orders.map((id) => [id, 'paid', 1]),
+      );
+      const keys = await direct<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = ${userId}`;
       assert.equal(keys[0]!.n, orders.length * 2);
     }
-    const strays = await direct`SELECT p.id FROM payments p JOIN orders o ON o.id = p.order_id WHERE o.status = 'pending'`;
+    const strays =
+      await direct`SELECT p.id FROM payments p JOIN orders o ON o.id = p.order_id WHERE o.status = 'pending'`;
     assert.equal(strays.length, 0, 'no payment on a pending order');
 
     // At least once, through the cuts and beside a receiver that never answers:
     // the healthy receiver gets order.created for every order.
     const orderIds = new Set([...done.values()].flat());
-    const missing = () => [...orderIds].filter((id) => !received.some((e) => e.type === 'order.created' && e.data.id === id));
+    const missing = () =>
+      [...orderIds].filter((id) => !received.some((e) => e.type === 'order.created' && e.data.id === id));
     const deadline = AbortSignal.timeout(20_000);
     while (missing().length > 0 && !deadline.aborted) {
       await new Promise((resolve) => {
@@ -201,12 +244,20 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     }
     assert.deepEqual(missing(), [], 'every order.created delivered to the healthy receiver');
     assert.ok(held.length >= 1, 'the hung receiver was tried');
-    ctx.diagnostic(`${[...done.values()].flat().length} orders paid; ${seen.length} requests: ${refusals.filter((s) => s.status === 503).length} × 503, ${refusals.filter((s) => s.status === 409).length} × 409`);
+    ctx.diagnostic(
+      `${[...done.values()].flat().length} orders paid; ${seen.length} requests: ${refusals.filter((s) => s.status === 503).length} × 503, ${refusals.filter((s) => s.status === 409).length} × 409`,
+    );
   });
 
-  it('a blackholed link: 503 within the deadline, /readyz within 2 s, recovery without a restart', { timeout: 30_000 }, async () => {
+  it('a blackholed link: 503 within the deadline, /readyz within 2 s, recovery without a restart', {
+    timeout: 30_000,
+  }, async () => {
     const who = await t.user('customer');
-    const created = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":1}]}' });
+    const created = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(who.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":1}]}',
+    });
     assert.equal(created.status, 201);
     const { id } = (await created.json()) as { id: number };
     assert.equal((await t.fetch(`/v1/orders/${id}`, { headers: bearer(who.token) })).status, 200);
@@ -218,12 +269,19 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
       return { response, ms: performance.now() - started };
     };
     // Through the token cache (the user was authenticated above), straight to the order query.
-    const [order, ready, products] = await Promise.all([timed(`/v1/orders/${id}`, bearer(who.token)), timed('/readyz'), timed('/v1/products?pageSize=1')]);
+    const [order, ready, products] = await Promise.all([
+      timed(`/v1/orders/${id}`, bearer(who.token)),
+      timed('/readyz'),
+      timed('/v1/products?pageSize=1'),
+    ]);
     for (const { response, ms } of [order, products]) {
       assert.equal(response.status, 503);
       assert.equal(response.headers.get('retry-after'), '5');
       assert.equal(((await response.json()) as { type: string }).type, '/problems/unavailable');
-      assert.ok(ms >= DATABASE_DEADLINE_MS - 100 && ms < DATABASE_DEADLINE_MS + 1_000, `503 after the 5 s deadline, took ${Math.round(ms)} ms`);
+      assert.ok(
+        ms >= DATABASE_DEADLINE_MS - 100 && ms < DATABASE_DEADLINE_MS + 1_000,
+        `503 after the 5 s deadline, took ${Math.round(ms)} ms`,
+      );
     }
     assert.equal(ready.response.status, 503);
     assert.ok(ready.ms < 2_000, `/readyz within 2 s, took ${Math.round(ready.ms)} ms`);
@@ -234,19 +292,28 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     // (each sends statements on the stuck connections).
     await proxy.up();
     const healed = performance.now();
-    const recovered = await Promise.all(Array.from({ length: 6 }, async () => {
-      while (performance.now() - healed < STALLED_CONNECTION_MS + 8_000) {
-        const response = await t.fetch(`/v1/orders/${id}`, { headers: bearer(who.token) });
-        await response.body?.cancel();
-        if (response.status === 200) return performance.now() - healed;
-        assert.equal(response.status, 503, 'nothing but 503 while it recovers');
-      }
-      return Infinity;
-    }));
+    const recovered = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        while (performance.now() - healed < STALLED_CONNECTION_MS + 8_000) {
+          const response = await t.fetch(`/v1/orders/${id}`, { headers: bearer(who.token) });
+          await response.body?.cancel();
+          if (response.status === 200) return performance.now() - healed;
+          assert.equal(response.status, 503, 'nothing but 503 while it recovers');
+        }
+        return Infinity;
+      }),
+    );
     const slowest = Math.max(...recovered);
-    assert.ok(slowest < STALLED_CONNECTION_MS + 6_000, `every client served again ${Math.round(slowest)} ms after the link healed`);
+    assert.ok(
+      slowest < STALLED_CONNECTION_MS + 6_000,
+      `every client served again ${Math.round(slowest)} ms after the link healed`,
+    );
     const readyAgain = await t.fetch('/readyz');
     assert.equal(readyAgain.status, 200);
-    assert.deepEqual(t.logs.filter((l) => l.msg === 'unhandled error'), [], 'no 500');
+    assert.deepEqual(
+      t.logs.filter((l) => l.msg === 'unhandled error'),
+      [],
+      'no 500',
+    );
   });
 });

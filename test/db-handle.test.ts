@@ -60,45 +60,46 @@ const shapeError = (message: string) => (error: unknown) => {
 };
 
 describe('a handle from db.handle()', () => {
-  it('refuses statements and begin() while its own transaction runs; the transaction commits when work resolves',
-    async () => {
-      const handle = db.handle();
-      const address = email('commit');
-      const result = await handle.begin(async (tx) => {
-        await insertUser(tx, address);
-        await assert.rejects(handle.one('Ping'), openError('Ping'));
-        await assert.rejects(handle.many('ListDemoUsers'), openError('ListDemoUsers'));
-        await assert.rejects(handle.exec('PurgeIdempotencyKeys'), openError('PurgeIdempotencyKeys'));
-        await assert.rejects(handle.composed('CountUsers', { where: 'true' }), openError('CountUsers'));
-        await assert.rejects(handle.begin(async () => 'never'), openError('a transaction'));
-        // The transaction's own handle works meanwhile and sees its uncommitted row.
-        assert.equal((await tx.one<UserRow>('FindUserByEmail', [address]))?.email, address);
-        return 'done';
-      });
-      assert.equal(result, 'done');
-      assert.equal(await exists(address), true);
-      assert.deepEqual(await handle.one('Ping'), { ok: 1 });
-      assert.equal((await handle.one<UserRow>('FindUserByEmail', [address]))?.email, address);
-    });
-
-  it('rolls the transaction back when the TransactionOpenError propagates out of work; then works again',
-    async () => {
-      const handle = db.handle();
-      const address = email('rollback');
+  it('refuses statements and begin() while its own transaction runs; the transaction commits when work resolves', async () => {
+    const handle = db.handle();
+    const address = email('commit');
+    const result = await handle.begin(async (tx) => {
+      await insertUser(tx, address);
+      await assert.rejects(handle.one('Ping'), openError('Ping'));
+      await assert.rejects(handle.many('ListDemoUsers'), openError('ListDemoUsers'));
+      await assert.rejects(handle.exec('PurgeIdempotencyKeys'), openError('PurgeIdempotencyKeys'));
+      await assert.rejects(handle.composed('CountUsers', { where: 'true' }), openError('CountUsers'));
       await assert.rejects(
-        handle.begin(async (tx) => {
-          await insertUser(tx, address);
-          await handle.exec('PurgeIdempotencyKeys');
-          assert.fail('the handle ran a statement inside its own transaction');
-        }),
-        openError('PurgeIdempotencyKeys'),
+        handle.begin(async () => 'never'),
+        openError('a transaction'),
       );
-      assert.equal(await exists(address), false);
-      assert.deepEqual(await handle.one('Ping'), { ok: 1 });
-      const again = email('again');
-      assert.equal((await handle.begin((tx) => insertUser(tx, again))).email, again);
-      assert.equal(await exists(again), true);
+      // The transaction's own handle works meanwhile and sees its uncommitted row.
+      assert.equal((await tx.one<UserRow>('FindUserByEmail', [address]))?.email, address);
+      return 'done';
     });
+    assert.equal(result, 'done');
+    assert.equal(await exists(address), true);
+    assert.deepEqual(await handle.one('Ping'), { ok: 1 });
+    assert.equal((await handle.one<UserRow>('FindUserByEmail', [address]))?.email, address);
+  });
+
+  it('rolls the transaction back when the TransactionOpenError propagates out of work; then works again', async () => {
+    const handle = db.handle();
+    const address = email('rollback');
+    await assert.rejects(
+      handle.begin(async (tx) => {
+        await insertUser(tx, address);
+        await handle.exec('PurgeIdempotencyKeys');
+        assert.fail('the handle ran a statement inside its own transaction');
+      }),
+      openError('PurgeIdempotencyKeys'),
+    );
+    assert.equal(await exists(address), false);
+    assert.deepEqual(await handle.one('Ping'), { ok: 1 });
+    const again = email('again');
+    assert.equal((await handle.begin((tx) => insertUser(tx, again))).email, again);
+    assert.equal(await exists(again), true);
+  });
 
   it('is one of many: another handle of the same database is not refused (on the real server)', async (test) => {
     if (db.kind === 'embedded') {
@@ -114,41 +115,40 @@ describe('a handle from db.handle()', () => {
 });
 
 describe('savepoint() and begin() on a transaction handle', () => {
-  it('savepoint(): an error in the savepoint rolls back only its own work, the outer commits',
-    async () => {
-      const [outer, failed, kept, later] = [email('outer'), email('failed'), email('kept'), email('later')];
-      const INNER = new Error('inner work fails');
-      const inserted = await db.handle().begin(async (tx) => {
-        await insertUser(tx, outer);
-        await assert.rejects(
-          tx.savepoint(async (sp) => {
-            await insertUser(sp, failed);
-            assert.equal((await sp.one<UserRow>('FindUserByEmail', [failed]))?.email, failed);
-            // The outer transaction's handle is refused while its savepoint is open.
-            await assert.rejects(tx.one('Ping'), openError('Ping'));
-            throw INNER;
-          }),
-          (error) => error === INNER,
-        );
-        assert.equal(await tx.one('FindUserByEmail', [failed]), undefined);
-        assert.equal((await tx.one<UserRow>('FindUserByEmail', [outer]))?.email, outer);
-        // A savepoint whose work resolves is released into the outer transaction.
-        const inner = await tx.savepoint((sp) => insertUser(sp, kept));
-        await insertUser(tx, later);
-        return inner;
-      });
-      assert.equal(inserted.email, kept);
-      assert.deepEqual(
-        {
-          outer: await exists(outer),
-          failed: await exists(failed),
-          kept: await exists(kept),
-          later: await exists(later),
-        },
-        { outer: true, failed: false, kept: true, later: true },
+  it('savepoint(): an error in the savepoint rolls back only its own work, the outer commits', async () => {
+    const [outer, failed, kept, later] = [email('outer'), email('failed'), email('kept'), email('later')];
+    const INNER = new Error('inner work fails');
+    const inserted = await db.handle().begin(async (tx) => {
+      await insertUser(tx, outer);
+      await assert.rejects(
+        tx.savepoint(async (sp) => {
+          await insertUser(sp, failed);
+          assert.equal((await sp.one<UserRow>('FindUserByEmail', [failed]))?.email, failed);
+          // The outer transaction's handle is refused while its savepoint is open.
+          await assert.rejects(tx.one('Ping'), openError('Ping'));
+          throw INNER;
+        }),
+        (error) => error === INNER,
       );
-      assert.equal((await db.one<UserRow>('GetUser', [inserted.id]))?.email, kept);
+      assert.equal(await tx.one('FindUserByEmail', [failed]), undefined);
+      assert.equal((await tx.one<UserRow>('FindUserByEmail', [outer]))?.email, outer);
+      // A savepoint whose work resolves is released into the outer transaction.
+      const inner = await tx.savepoint((sp) => insertUser(sp, kept));
+      await insertUser(tx, later);
+      return inner;
     });
+    assert.equal(inserted.email, kept);
+    assert.deepEqual(
+      {
+        outer: await exists(outer),
+        failed: await exists(failed),
+        kept: await exists(kept),
+        later: await exists(later),
+      },
+      { outer: true, failed: false, kept: true, later: true },
+    );
+    assert.equal((await db.one<UserRow>('GetUser', [inserted.id]))?.email, kept);
+  });
 
   it('a released savepoint is still rolled back with its outer transaction', async () => {
     const [outer, inner] = [email('outer-lost'), email('inner-lost')];
@@ -186,32 +186,43 @@ describe('savepoint() and begin() on a transaction handle', () => {
   it('savepoint() on the pool is refused: it needs a transaction', async () => {
     const pool = db.handle() as Db & { savepoint?: unknown };
     assert.equal(typeof pool.savepoint, 'function');
-    await assert.rejects((pool as unknown as Tx).savepoint(async () => 1), /savepoint\(\) needs a transaction/);
+    await assert.rejects(
+      (pool as unknown as Tx).savepoint(async () => 1),
+      /savepoint\(\) needs a transaction/,
+    );
   });
 });
 
 describe('the declared result shape', () => {
   it('refuses a :many statement run through one()', async () => {
-    await assert.rejects(db.one('ListDemoUsers'),
-      shapeError('ListDemoUsers is declared :many in users.sql but was run as :one'));
+    await assert.rejects(
+      db.one('ListDemoUsers'),
+      shapeError('ListDemoUsers is declared :many in users.sql but was run as :one'),
+    );
   });
 
   it('refuses an :exec statement run through many()', async () => {
-    await assert.rejects(db.many('PurgeIdempotencyKeys'),
-      shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'));
+    await assert.rejects(
+      db.many('PurgeIdempotencyKeys'),
+      shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'),
+    );
   });
 
   it('refuses a :one statement run through exec(), before running it', async () => {
     await assert.rejects(db.exec('Ping'), shapeError('Ping is declared :one in health.sql but was run as :exec'));
     const address = email('never');
-    await assert.rejects(db.exec('InsertUser', [address, 'Never', 'customer']),
-      shapeError('InsertUser is declared :one in users.sql but was run as :exec'));
+    await assert.rejects(
+      db.exec('InsertUser', [address, 'Never', 'customer']),
+      shapeError('InsertUser is declared :one in users.sql but was run as :exec'),
+    );
     assert.equal(await exists(address), false);
   });
 
   it('refuses an :exec statement run through composed()', async () => {
-    await assert.rejects(db.composed('PurgeIdempotencyKeys', {}),
-      shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'));
+    await assert.rejects(
+      db.composed('PurgeIdempotencyKeys', {}),
+      shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'),
+    );
   });
 
   it('refuses a statement name that no .sql file declares, on the pool and in a transaction', async () => {
@@ -219,7 +230,10 @@ describe('the declared result shape', () => {
     await assert.rejects(db.one('NoSuchStatement'), unknown);
     await assert.rejects(db.many('NoSuchStatement'), unknown);
     await assert.rejects(db.exec('NoSuchStatement'), unknown);
-    await assert.rejects(db.begin((tx) => tx.one('NoSuchStatement')), unknown);
+    await assert.rejects(
+      db.begin((tx) => tx.one('NoSuchStatement')),
+      unknown,
+    );
   });
 
   it('runs each shape through its own method', async () => {

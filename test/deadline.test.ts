@@ -1,4 +1,4 @@
-/** withDeadline() (src/db/errors.ts): the bound on a request's wait for the database (SPEC §11). */
+/** withDeadline() (src/db/errors.ts): the bound on a request's wait for the database (contract §11). */
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
 import { DeadlineExceeded, isDatabaseUnavailable, withDeadline } from '../src/db/errors.ts';
@@ -27,7 +27,10 @@ describe('withDeadline()', () => {
       const bounded = withDeadline(work, 5_000);
       mock.timers.tick(4_999);
       let settled = false;
-      void bounded.then(() => (settled = true), () => (settled = true));
+      void bounded.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await Promise.resolve();
       assert.equal(settled, false);
       mock.timers.tick(1);

@@ -1,5 +1,5 @@
 /**
- * The `.env` file (SPEC §1): its syntax, line by line; its place under the
+ * The `.env` file (contract §1): its syntax, line by line; its place under the
  * environment; and the server process reading it from its working directory.
  */
 import assert from 'node:assert/strict';
@@ -15,22 +15,65 @@ describe('parseEnvFile()', () => {
   describe('accepts', () => {
     const cases: [string, string, [string, string][]][] = [
       ['blank lines and whole-line comments', '\n# a comment\n   # an indented one\nA=1\n\n', [['A', '1']]],
-      ['an export prefix', 'export A=1\nexport\tB=2', [['A', '1'], ['B', '2']]],
+      [
+        'an export prefix',
+        'export A=1\nexport\tB=2',
+        [
+          ['A', '1'],
+          ['B', '2'],
+        ],
+      ],
       ['a variable called export', 'export=1', [['export', '1']]],
-      ['names of letters, digits and _', '_A1=1\nb_2=2', [['_A1', '1'], ['b_2', '2']]],
+      [
+        'names of letters, digits and _',
+        '_A1=1\nb_2=2',
+        [
+          ['_A1', '1'],
+          ['b_2', '2'],
+        ],
+      ],
       ['blanks around the name and =', '  A = 1  ', [['A', '1']]],
       ['an unquoted value, trimmed, inner blanks kept', 'A=  hello   world  ', [['A', 'hello   world']]],
       ['an = in the value', 'A=postgres://u@h/db?x=1', [['A', 'postgres://u@h/db?x=1']]],
       ['a comment after an unquoted value', 'A=x # a note', [['A', 'x']]],
-      ['a # inside an unquoted value', 'A=x#1\nB=#2', [['A', 'x#1'], ['B', '#2']]],
+      [
+        'a # inside an unquoted value',
+        'A=x#1\nB=#2',
+        [
+          ['A', 'x#1'],
+          ['B', '#2'],
+        ],
+      ],
       ['a comment and no value', 'A= # nothing', [['A', '']]],
-      ['empty values', 'A=\nB=""\nC=\'\'', [['A', ''], ['B', ''], ['C', '']]],
-      ['a single-quoted value, literally', "A='a \\n b # c \"d\"'", [['A', 'a \\n b # c "d"']]],
+      [
+        'empty values',
+        'A=\nB=""\nC=\'\'',
+        [
+          ['A', ''],
+          ['B', ''],
+          ['C', ''],
+        ],
+      ],
+      ['a single-quoted value, literally', 'A=\'a \\n b # c "d"\'', [['A', 'a \\n b # c "d"']]],
       ['a double-quoted value with \\n, \\" and \\\\', 'A="1\\n2 \\"q\\" \\\\ it\'s"', [['A', '1\n2 "q" \\ it\'s']]],
       ['other backslashes in double quotes, as written', 'A="C:\\Users\\t"', [['A', 'C:\\Users\\t']]],
       ['blanks inside quotes', 'A="  padded  "', [['A', '  padded  ']]],
-      ['a comment after a closing quote', 'A="x" # a note\nB=\'y\'# another', [['A', 'x'], ['B', 'y']]],
-      ['CRLF line endings', 'A=1\r\nB="2"\r\n', [['A', '1'], ['B', '2']]],
+      [
+        'a comment after a closing quote',
+        'A="x" # a note\nB=\'y\'# another',
+        [
+          ['A', 'x'],
+          ['B', 'y'],
+        ],
+      ],
+      [
+        'CRLF line endings',
+        'A=1\r\nB="2"\r\n',
+        [
+          ['A', '1'],
+          ['B', '2'],
+        ],
+      ],
       ['a byte-order mark', '\uFEFFA=1', [['A', '1']]],
       ['an empty file', '', []],
     ];
@@ -43,29 +86,79 @@ describe('parseEnvFile()', () => {
 
   describe('refuses, naming the file and the line', () => {
     const cases: [string, string, string][] = [
-      ['a line without =', 'A=1\n\nPORT 3000', '.env line 3: expected NAME=value, got a line without "=" starting "PORT"'],
-      ['a line without = that holds a secret: only its first word is shown', 'DATABASE_URL postgres://u:secret@db/orders', '.env line 1: expected NAME=value, got a line without "=" starting "DATABASE_URL"'],
-      ['a name starting with a digit', '1PORT=3', '.env line 1: "1PORT" is not a variable name (letters, digits and _, not starting with a digit)'],
-      ['a name with a dash', 'MY-VAR=3', '.env line 1: "MY-VAR" is not a variable name (letters, digits and _, not starting with a digit)'],
-      ['a name with a blank', 'MY VAR=3', '.env line 1: "MY VAR" is not a variable name (letters, digits and _, not starting with a digit)'],
+      [
+        'a line without =',
+        'A=1\n\nPORT 3000',
+        '.env line 3: expected NAME=value, got a line without "=" starting "PORT"',
+      ],
+      [
+        'a line without = that holds a secret: only its first word is shown',
+        'DATABASE_URL postgres://u:secret@db/orders',
+        '.env line 1: expected NAME=value, got a line without "=" starting "DATABASE_URL"',
+      ],
+      [
+        'a name starting with a digit',
+        '1PORT=3',
+        '.env line 1: "1PORT" is not a variable name (letters, digits and _, not starting with a digit)',
+      ],
+      [
+        'a name with a dash',
+        'MY-VAR=3',
+        '.env line 1: "MY-VAR" is not a variable name (letters, digits and _, not starting with a digit)',
+      ],
+      [
+        'a name with a blank',
+        'MY VAR=3',
+        '.env line 1: "MY VAR" is not a variable name (letters, digits and _, not starting with a digit)',
+      ],
       ['no name', '=3', '.env line 1: "" is not a variable name (letters, digits and _, not starting with a digit)'],
-      ['an unterminated double quote', 'A="open', ".env line 1: the double quote of A's value is not closed on its line"],
-      ['an unterminated single quote', "A='open", ".env line 1: the single quote of A's value is not closed on its line"],
-      ['a value over two lines', 'A="one\ntwo"', ".env line 1: the double quote of A's value is not closed on its line"],
+      [
+        'an unterminated double quote',
+        'A="open',
+        ".env line 1: the double quote of A's value is not closed on its line",
+      ],
+      [
+        'an unterminated single quote',
+        "A='open",
+        ".env line 1: the single quote of A's value is not closed on its line",
+      ],
+      [
+        'a value over two lines',
+        'A="one\ntwo"',
+        ".env line 1: the double quote of A's value is not closed on its line",
+      ],
       ['an escaped closing quote', 'A="x\\"', ".env line 1: the double quote of A's value is not closed on its line"],
-      ['text after a closing double quote', 'A="x" y', ".env line 1: unexpected text after the closing double quote of A's value"],
-      ['text after a closing single quote', "A='x'y", ".env line 1: unexpected text after the closing single quote of A's value"],
+      [
+        'text after a closing double quote',
+        'A="x" y',
+        ".env line 1: unexpected text after the closing double quote of A's value",
+      ],
+      [
+        'text after a closing single quote',
+        "A='x'y",
+        ".env line 1: unexpected text after the closing single quote of A's value",
+      ],
       ['a name defined twice', 'A=1\nB=2\nexport A=3', '.env line 3: A is defined twice (first on line 1)'],
-      ['a mistake after CRLF lines', 'A=1\r\nB\r\n', '.env line 2: expected NAME=value, got a line without "=" starting "B"'],
+      [
+        'a mistake after CRLF lines',
+        'A=1\r\nB\r\n',
+        '.env line 2: expected NAME=value, got a line without "=" starting "B"',
+      ],
     ];
     for (const [what, text, message] of cases) {
       it(what, () => {
-        assert.throws(() => parseEnvFile(text, '.env'), (error: unknown) => error instanceof EnvFileError && error.message === message);
+        assert.throws(
+          () => parseEnvFile(text, '.env'),
+          (error: unknown) => error instanceof EnvFileError && error.message === message,
+        );
       });
     }
 
     it('with the file name it was given', () => {
-      assert.throws(() => parseEnvFile('x', 'deploy/.env'), { name: 'EnvFileError', message: 'deploy/.env line 1: expected NAME=value, got a line without "=" starting "x"' });
+      assert.throws(() => parseEnvFile('x', 'deploy/.env'), {
+        name: 'EnvFileError',
+        message: 'deploy/.env line 1: expected NAME=value, got a line without "=" starting "x"',
+      });
     });
   });
 });
@@ -98,13 +191,20 @@ describe('loadEnvFile()', () => {
 
   it('throws the one-line error of a malformed file', () => {
     writeFileSync(join(folder, '.env'), 'PORT=1\nPORT=2\n');
-    assert.throws(() => loadEnvFile({}, folder), { name: 'EnvFileError', message: '.env line 2: PORT is defined twice (first on line 1)' });
+    assert.throws(() => loadEnvFile({}, folder), {
+      name: 'EnvFileError',
+      message: '.env line 2: PORT is defined twice (first on line 1)',
+    });
   });
 
   it('throws one line naming the file when it cannot be read', () => {
     const other = join(folder, 'a-folder');
     mkdirSync(join(other, '.env'), { recursive: true });
-    assert.throws(() => loadEnvFile({}, other), (error: unknown) => error instanceof EnvFileError && /^\.env: cannot be read \(EISDIR: [^\n]*\)$/.test(error.message));
+    assert.throws(
+      () => loadEnvFile({}, other),
+      (error: unknown) =>
+        error instanceof EnvFileError && /^\.env: cannot be read \(EISDIR: [^\n]*\)$/.test(error.message),
+    );
   });
 });
 
@@ -113,7 +213,21 @@ describe('the server process with a .env in its working directory', { timeout: 6
   // The child runs in another folder, where the bare name "tsx" does not resolve.
   const TSX = import.meta.resolve('tsx');
   // Every variable of src/config.ts, so that only the test's and the file's apply.
-  const CONFIGURATION = ['PORT', 'HOST', 'DATABASE_URL', 'DATA_DIR', 'DB_POOL_MAX', 'MAX_BODY_BYTES', 'RATE_LIMIT', 'CACHE_MAX_AGE', 'V1_DEPRECATED_AT', 'V1_SUNSET_AT', 'LOG_LEVEL', 'WORKERS', 'WEBHOOK_ALLOW_PRIVATE'];
+  const CONFIGURATION = [
+    'PORT',
+    'HOST',
+    'DATABASE_URL',
+    'DATA_DIR',
+    'DB_POOL_MAX',
+    'MAX_BODY_BYTES',
+    'RATE_LIMIT',
+    'CACHE_MAX_AGE',
+    'V1_DEPRECATED_AT',
+    'V1_SUNSET_AT',
+    'LOG_LEVEL',
+    'WORKERS',
+    'WEBHOOK_ALLOW_PRIVATE',
+  ];
   let folder: string;
   const children: ChildProcess[] = [];
 
@@ -181,7 +295,10 @@ describe('the server process with a .env in its working directory', { timeout: 6
     const service = start({});
     const [code] = await once(service.child, 'exit');
     assert.equal(code, 2);
-    assert.equal(service.stderr(), 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n');
+    assert.equal(
+      service.stderr(),
+      'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
+    );
     assert.equal(service.stdout(), '');
   });
 });

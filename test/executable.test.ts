@@ -1,5 +1,5 @@
 /**
- * The single executable (`make build` → dist/orders; SPEC §16) as an operator
+ * The single executable (`make build` → dist/orders; contract §16) as an operator
  * installs it: the one file copied into an empty folder of its own and run
  * there with a PATH that holds no `node` and an environment holding nothing
  * else. On the embedded database (its default, ./data in that folder, with
@@ -19,7 +19,8 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { runWalkthrough } from './support/walkthrough.ts';
 
 const EXECUTABLE = process.env.ORDERS_EXECUTABLE ?? new URL('../dist/orders', import.meta.url).pathname;
-const ALL_SCOPES = 'orders:read,orders:write,payments:read,payments:write,users:read,users:write,events:read,webhooks:write';
+const ALL_SCOPES =
+  'orders:read,orders:write,payments:read,payments:write,users:read,users:write,events:read,webhooks:write';
 
 interface Running {
   readonly child: ChildProcessWithoutNullStreams;
@@ -27,7 +28,9 @@ interface Running {
   stderr(): string;
 }
 
-describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EXECUTABLE} is missing: make build makes it (make test runs make build)` }, () => {
+describe('the single executable', {
+  skip: existsSync(EXECUTABLE) ? false : `${EXECUTABLE} is missing: make build makes it (make test runs make build)`,
+}, () => {
   let folder: string;
   let emptyBin: string;
   let program: string;
@@ -43,7 +46,13 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
     copyFileSync(EXECUTABLE, program);
     chmodSync(program, 0o755);
     database = await createTestDatabase();
-    env = { PATH: emptyBin, HOME: folder, PORT: '0', LOG_LEVEL: 'warn', ...(database.real ? { DATABASE_URL: database.url } : {}) };
+    env = {
+      PATH: emptyBin,
+      HOME: folder,
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...(database.real ? { DATABASE_URL: database.url } : {}),
+    };
   });
 
   after(async () => {
@@ -54,9 +63,12 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
   });
 
   /** Runs the tool: `orders <args>` in the folder; resolves with its exit status and output. */
-  const tool = (...args: string[]) => new Promise<{ status: number; out: string; err: string }>((resolve) => {
-    execFile(program, args, { cwd: folder, env }, (error, out, err) => resolve({ status: error === null ? 0 : Number(error.code), out, err }));
-  });
+  const tool = (...args: string[]) =>
+    new Promise<{ status: number; out: string; err: string }>((resolve) => {
+      execFile(program, args, { cwd: folder, env }, (error, out, err) =>
+        resolve({ status: error === null ? 0 : Number(error.code), out, err }),
+      );
+    });
 
   /** Starts the server (no argument) with `more` variables and waits for its "listening on" line. */
   async function start(more: Record<string, string> = {}): Promise<Running> {
@@ -89,7 +101,11 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
 
   it('prints its version and its usage, as the command-line tool does', async () => {
     const version = await tool('--version');
-    assert.deepEqual(version, { status: 0, out: `${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`, err: '' });
+    assert.deepEqual(version, {
+      status: 0,
+      out: `${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`,
+      err: '',
+    });
     const help = await tool('--help');
     assert.equal(help.status, 0);
     assert.match(help.out, /^usage: orders <command> \[options\]/);
@@ -102,7 +118,7 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
     const vars: Record<string, string> = {};
     if (!database.real) {
       const server = await start();
-      // SPEC §1: the embedded default in ./data, created now, tokens printed once.
+      // contract §1: the embedded default in ./data, created now, tokens printed once.
       assert.ok(existsSync(join(folder, 'data', 'PG_VERSION')));
       const admin = /admin: +(ord_[A-Za-z0-9_-]{43})\n/.exec(server.stderr());
       const customer = /customer: +(ord_[A-Za-z0-9_-]{43})\n/.exec(server.stderr());
@@ -112,10 +128,20 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
     } else {
       // Nothing is seeded on a real server: the catalog and two accounts from the tool.
       assert.equal((await tool('seed')).status, 0);
-      for (const [name, role, scopes] of [['ADMIN', 'admin', ALL_SCOPES], ['CUSTOMER', 'customer', 'orders:read,orders:write,payments:read,payments:write']] as const) {
+      for (const [name, role, scopes] of [
+        ['ADMIN', 'admin', ALL_SCOPES],
+        ['CUSTOMER', 'customer', 'orders:read,orders:write,payments:read,payments:write'],
+      ] as const) {
         const user = await tool('user', 'create', '--email', `${role}-exe@example.com`, '--name', role, '--role', role);
         assert.equal(user.status, 0, user.err);
-        const token = await tool('token', 'create', '--user', String((JSON.parse(user.out) as { id: number }).id), '--scopes', scopes);
+        const token = await tool(
+          'token',
+          'create',
+          '--user',
+          String((JSON.parse(user.out) as { id: number }).id),
+          '--scopes',
+          scopes,
+        );
         assert.equal(token.status, 0, token.err);
         vars[name] = token.out.trim();
       }
@@ -136,7 +162,7 @@ describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EX
     const server = await start();
     const response = await fetch(`${server.url}/v1/users/1`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(response.status, 200);
-    assert.equal((await response.json() as { id: number }).id, 1);
+    assert.equal(((await response.json()) as { id: number }).id, 1);
     assert.equal(await stop(server), 0);
   });
 

@@ -1,7 +1,7 @@
 /**
  * ClaimIdempotencyKey (sql/queries/idempotency.sql, migration 0009): the
  * advisory lock of (user, key) and the stored result in one statement, with
- * the meaning the two statements it replaces had (SPEC §7,
+ * the meaning the two statements it replaces had (contract §7,
  * src/idempotency.ts): the lock is tried first and the result read after,
  * so a result committed before the lock came free is always seen.
  */
@@ -11,7 +11,9 @@ import type { Database, Db } from '../src/db/database.ts';
 import { REAL_SERVER_URL } from './support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
-const ON_REAL_SERVER = REAL_SERVER_URL ? false : 'needs a real PostgreSQL server: the embedded one runs one transaction at a time';
+const ON_REAL_SERVER = REAL_SERVER_URL
+  ? false
+  : 'needs a real PostgreSQL server: the embedded one runs one transaction at a time';
 
 let t: TestServer;
 let db: Database;
@@ -36,14 +38,29 @@ interface Claim {
 
 const claim = async (key: string, on: Db) => (await on.one<Claim>('ClaimIdempotencyKey', [alice.id, key])) as Claim;
 const store = (key: string, on: Db) =>
-  on.exec('StoreIdempotencyKey', [alice.id, key, `fp-${key}`, 201, JSON.stringify({ 'content-type': 'application/json' }), Buffer.from('{"id":1}')]);
+  on.exec('StoreIdempotencyKey', [
+    alice.id,
+    key,
+    `fp-${key}`,
+    201,
+    JSON.stringify({ 'content-type': 'application/json' }),
+    Buffer.from('{"id":1}'),
+  ]);
 const NOTHING = { fingerprint: null, status: null, headers: null, body: null };
-const STORED = (key: string) => ({ fingerprint: `fp-${key}`, status: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":1}') });
+const STORED = (key: string) => ({
+  fingerprint: `fp-${key}`,
+  status: 201,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from('{"id":1}'),
+});
 
 /** Runs `fn` in a transaction that is rolled back, leaving nothing behind. */
 async function rolledBack(fn: (tx: Db) => Promise<void>): Promise<void> {
   const ROLLBACK = new Error('rollback');
-  await assert.rejects(db.begin((tx) => fn(tx).then(() => Promise.reject(ROLLBACK))), (error) => error === ROLLBACK);
+  await assert.rejects(
+    db.begin((tx) => fn(tx).then(() => Promise.reject(ROLLBACK))),
+    (error) => error === ROLLBACK,
+  );
 }
 
 describe('ClaimIdempotencyKey', () => {
@@ -68,7 +85,9 @@ describe('ClaimIdempotencyKey', () => {
     });
   });
 
-  it('is the same lock the service takes for a request: a keyed POST with the key held gets 409', { skip: ON_REAL_SERVER }, async () => {
+  it('is the same lock the service takes for a request: a keyed POST with the key held gets 409', {
+    skip: ON_REAL_SERVER,
+  }, async () => {
     await rolledBack(async (tx) => {
       assert.equal((await claim('held-by-test', tx)).locked, true);
       const response = await t.fetch('/v1/orders', {
@@ -108,7 +127,9 @@ describe('ClaimIdempotencyKey', () => {
     });
   });
 
-  it('sees a result committed after its statement began but before its lock was tried', { skip: ON_REAL_SERVER }, async () => {
+  it('sees a result committed after its statement began but before its lock was tried', {
+    skip: ON_REAL_SERVER,
+  }, async () => {
     // The first request holds the lock and has stored its result, uncommitted.
     let commitFirst!: () => void;
     const first = db.begin(async (tx) => {
@@ -129,14 +150,20 @@ describe('ClaimIdempotencyKey', () => {
       return row!;
     });
     for (;;) {
-      const [active] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
+      const [active] = await db.sql<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
       if (active!.n > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     commitFirst();
     await first;
     const { seen_by_statement, ...claimed } = await repeat;
-    assert.equal(seen_by_statement, 0, 'the statement\'s own snapshot predates the commit');
-    assert.deepEqual(claimed, { locked: true, ...STORED('race') }, 'the claim, after the lock, sees the committed result: a replay, never a second run');
+    assert.equal(seen_by_statement, 0, "the statement's own snapshot predates the commit");
+    assert.deepEqual(
+      claimed,
+      { locked: true, ...STORED('race') },
+      'the claim, after the lock, sees the committed result: a replay, never a second run',
+    );
   });
 });

@@ -1,4 +1,4 @@
-/** Request bodies: the nesting limit of SPEC §11 and bodies that are not objects (§4), as pure functions. */
+/** Request bodies: the nesting limit of contract §11 and bodies that are not objects (§4), as pure functions. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fingerprint } from '../src/http/idempotency-key.ts';
@@ -9,7 +9,8 @@ import { CreateOrderSchema, PatchOrderSchema } from '../src/orders/schema.ts';
 const bytes = (text: string) => new TextEncoder().encode(text);
 /** `levels` arrays, one inside the other. */
 const nested = (levels: number, inner = '') => '['.repeat(levels) + inner + ']'.repeat(levels);
-const DEEP_DETAIL = 'The request body is nested deeper than 32 levels of arrays and objects, the most this service accepts.';
+const DEEP_DETAIL =
+  'The request body is nested deeper than 32 levels of arrays and objects, the most this service accepts.';
 
 /** The HttpError `fn` throws, or a failure. */
 function thrown(fn: () => unknown): HttpError {
@@ -58,7 +59,11 @@ describe('parseJson()', () => {
   });
 
   it('refuses 100,000 levels with the same 400, also when the text is not balanced', () => {
-    for (const text of [nested(100_000), '['.repeat(100_000), `{"a":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`]) {
+    for (const text of [
+      nested(100_000),
+      '['.repeat(100_000),
+      `{"a":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`,
+    ]) {
       const error = thrown(() => parseJson(bytes(text)));
       assert.equal(error.slug, 'malformed-json');
       assert.equal(error.init.detail, DEEP_DETAIL);
@@ -79,7 +84,10 @@ describe('validate() on a body that is not a JSON object', () => {
     ['true', true, 'a boolean'],
     ['null', null, 'null'],
   ];
-  for (const [name, schema] of [['PatchOrder', PatchOrderSchema], ['CreateOrder', CreateOrderSchema]] as const) {
+  for (const [name, schema] of [
+    ['PatchOrder', PatchOrderSchema],
+    ['CreateOrder', CreateOrderSchema],
+  ] as const) {
     for (const [text, value, kind] of cases) {
       it(`${name} refuses ${text} with 422: the body must be a JSON object`, () => {
         const error = thrown(() => validate(schema, value));
@@ -116,9 +124,15 @@ describe('validate() on the same error twice', () => {
 describe('fingerprint() of a body nested past the limit', () => {
   it('counts it by its bytes, without walking it', () => {
     // Within the limit, whitespace does not change the fingerprint (the body is canonicalized) ...
-    assert.equal(fingerprint('POST', '/orders', bytes(nested(32))), fingerprint('POST', '/orders', bytes(` ${nested(32)}`)));
+    assert.equal(
+      fingerprint('POST', '/orders', bytes(nested(32))),
+      fingerprint('POST', '/orders', bytes(` ${nested(32)}`)),
+    );
     // ... past it, the recursive canonicalization never runs: the bytes count.
-    assert.notEqual(fingerprint('POST', '/orders', bytes(nested(33))), fingerprint('POST', '/orders', bytes(` ${nested(33)}`)));
+    assert.notEqual(
+      fingerprint('POST', '/orders', bytes(nested(33))),
+      fingerprint('POST', '/orders', bytes(` ${nested(33)}`)),
+    );
     assert.match(fingerprint('POST', '/orders', bytes(nested(1_000_000))), /^[A-Za-z0-9_-]{43}$/);
   });
 });

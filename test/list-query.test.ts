@@ -18,14 +18,28 @@ describe('parseListQuery()', () => {
   it('reads page, pageSize, sort and filters', () => {
     assert.deepEqual(parse('page=3&pageSize=100&sort=-total,id&status=paid'), {
       ok: true,
-      value: { page: 3, pageSize: 100, sort: [{ key: 'total', descending: true }, { key: 'id', descending: false }], filters: { status: 'paid' } },
+      value: {
+        page: 3,
+        pageSize: 100,
+        sort: [
+          { key: 'total', descending: true },
+          { key: 'id', descending: false },
+        ],
+        filters: { status: 'paid' },
+      },
     });
   });
 
   describe('when a parameter is invalid', () => {
     const cases: [string, { parameter: string; detail: string }[]][] = [
-      ['colour=red', [{ parameter: 'colour', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }]],
-      ['Page=2', [{ parameter: 'Page', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }]],
+      [
+        'colour=red',
+        [{ parameter: 'colour', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }],
+      ],
+      [
+        'Page=2',
+        [{ parameter: 'Page', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }],
+      ],
       ['page=0', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
       ['page=', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
       ['page=1.0', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
@@ -53,12 +67,22 @@ describe('parseListQuery()', () => {
 
     it('lists every offending parameter at once', () => {
       const result = parse('page=0&pageSize=500&sort=name&foo=1&status=x');
-      assert.deepEqual(result.ok === false && result.errors.map((e) => e.parameter), ['page', 'pageSize', 'sort', 'foo', 'status']);
+      assert.deepEqual(result.ok === false && result.errors.map((e) => e.parameter), [
+        'page',
+        'pageSize',
+        'sort',
+        'foo',
+        'status',
+      ]);
     });
 
     it('does not mistake inherited object keys for filters', () => {
       const result = parse('constructor=1&toString=2&__proto__=3');
-      assert.deepEqual(result.ok === false && result.errors.map((e) => e.parameter), ['constructor', 'toString', '__proto__']);
+      assert.deepEqual(result.ok === false && result.errors.map((e) => e.parameter), [
+        'constructor',
+        'toString',
+        '__proto__',
+      ]);
     });
   });
 });
@@ -66,7 +90,11 @@ describe('parseListQuery()', () => {
 describe('parseSort()', () => {
   it('keeps the order given', () => {
     assert.deepEqual(parseSort('createdAt,-id', ['id', 'createdAt']), {
-      ok: true, value: [{ key: 'createdAt', descending: false }, { key: 'id', descending: true }],
+      ok: true,
+      value: [
+        { key: 'createdAt', descending: false },
+        { key: 'id', descending: true },
+      ],
     });
   });
 });
@@ -77,11 +105,38 @@ describe('orderBy()', () => {
     assert.equal(orderBy([], columns), 'o.id ASC');
   });
   it('appends id as the tie-breaker, in the direction of the last key', () => {
-    assert.equal(orderBy([{ key: 'total', descending: true }, { key: 'createdAt', descending: false }], columns), 'o.total DESC, o.created_at ASC, o.id ASC');
-    assert.equal(orderBy([{ key: 'createdAt', descending: false }, { key: 'total', descending: true }], columns), 'o.created_at ASC, o.total DESC, o.id DESC');
+    assert.equal(
+      orderBy(
+        [
+          { key: 'total', descending: true },
+          { key: 'createdAt', descending: false },
+        ],
+        columns,
+      ),
+      'o.total DESC, o.created_at ASC, o.id ASC',
+    );
+    assert.equal(
+      orderBy(
+        [
+          { key: 'createdAt', descending: false },
+          { key: 'total', descending: true },
+        ],
+        columns,
+      ),
+      'o.created_at ASC, o.total DESC, o.id DESC',
+    );
   });
   it('does not repeat id when it was given', () => {
-    assert.equal(orderBy([{ key: 'id', descending: true }, { key: 'total', descending: false }], columns), 'o.id DESC, o.total ASC');
+    assert.equal(
+      orderBy(
+        [
+          { key: 'id', descending: true },
+          { key: 'total', descending: false },
+        ],
+        columns,
+      ),
+      'o.id DESC, o.total ASC',
+    );
   });
 });
 
@@ -96,19 +151,28 @@ describe('pageCount()', () => {
 describe('paginationLinks()', () => {
   const url = new URL('http://localhost/v1/products?sort=-id&pageSize=5&page=2');
   it('links first, prev, next and last, keeping the other parameters', () => {
-    assert.equal(paginationLinks(url, 2, 4),
+    assert.equal(
+      paginationLinks(url, 2, 4),
       '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="prev", ' +
-      '</v1/products?sort=-id&pageSize=5&page=3>; rel="next", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"');
+        '</v1/products?sort=-id&pageSize=5&page=3>; rel="next", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
+    );
   });
   it('has no prev on the first page and no next on the last', () => {
-    assert.equal(paginationLinks(url, 1, 1), '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="last"');
+    assert.equal(
+      paginationLinks(url, 1, 1),
+      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="last"',
+    );
   });
   it('points prev at the last page from a page past it', () => {
-    assert.equal(paginationLinks(url, 9, 4),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=4>; rel="prev", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"');
+    assert.equal(
+      paginationLinks(url, 9, 4),
+      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=4>; rel="prev", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
+    );
   });
   it('adds page when the request had none', () => {
-    assert.equal(paginationLinks(new URL('http://localhost/products'), 1, 2),
-      '</products?page=1>; rel="first", </products?page=2>; rel="next", </products?page=2>; rel="last"');
+    assert.equal(
+      paginationLinks(new URL('http://localhost/products'), 1, 2),
+      '</products?page=1>; rel="first", </products?page=2>; rel="next", </products?page=2>; rel="last"',
+    );
   });
 });

@@ -21,12 +21,16 @@ const log = createLogger('info');
 ${body}`;
   return new Promise((resolve) => {
     execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : (error.code as number | null) ?? null, stdout, stderr });
+      resolve({ code: error === null ? 0 : ((error.code as number | null) ?? null), stdout, stderr });
     });
   });
 }
 
-const lines = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { message: string; n?: number });
+const lines = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { message: string; n?: number });
 
 describe('createLogger()', () => {
   it('writes each line as JSON.stringify({ time, level, message, ...fields }) would, and drops lines below its level', () => {
@@ -34,7 +38,13 @@ describe('createLogger()', () => {
     const log = createLogger('info', (line) => lines.push(line));
     log.debug('hidden');
     log.info('plain');
-    log.warn('with fields', { requestId: 'r-1', status: null, nested: { a: [1, 'two'] }, gone: undefined, quote: 'say "hi"\n' });
+    log.warn('with fields', {
+      requestId: 'r-1',
+      status: null,
+      nested: { a: [1, 'two'] },
+      gone: undefined,
+      quote: 'say "hi"\n',
+    });
     log.error('empty fields', {});
     log.info('only undefined', { gone: undefined });
     assert.equal(lines.length, 4);
@@ -43,10 +53,26 @@ describe('createLogger()', () => {
     for (const [i, line] of lines.entries()) {
       const { time, level, message, ...fields } = parsed[i] as Record<string, unknown>;
       assert.match(time as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-      assert.equal(line, JSON.stringify({ time, level, message, ...fields }) + '\n');
+      assert.equal(line, `${JSON.stringify({ time, level, message, ...fields })}\n`);
     }
-    assert.deepEqual(parsed.map((p) => [p.level, p.message]), [['info', 'plain'], ['warn', 'with fields'], ['error', 'empty fields'], ['info', 'only undefined']]);
-    assert.deepEqual(parsed[1], { time: parsed[1]!.time, level: 'warn', message: 'with fields', requestId: 'r-1', status: null, nested: { a: [1, 'two'] }, quote: 'say "hi"\n' });
+    assert.deepEqual(
+      parsed.map((p) => [p.level, p.message]),
+      [
+        ['info', 'plain'],
+        ['warn', 'with fields'],
+        ['error', 'empty fields'],
+        ['info', 'only undefined'],
+      ],
+    );
+    assert.deepEqual(parsed[1], {
+      time: parsed[1]!.time,
+      level: 'warn',
+      message: 'with fields',
+      requestId: 'r-1',
+      status: null,
+      nested: { a: [1, 'two'] },
+      quote: 'say "hi"\n',
+    });
   });
 });
 
@@ -60,17 +86,26 @@ await new Promise((resolve) => setTimeout(resolve, 5));
 process.stderr.write(JSON.stringify(writes));`);
     assert.equal(code, 0);
     assert.deepEqual(JSON.parse(stderr), [50, 1]);
-    assert.deepEqual(lines(stdout).map((l) => l.n ?? l.message), [...Array.from({ length: 50 }, (_, n) => n), 'later']);
+    assert.deepEqual(
+      lines(stdout).map((l) => l.n ?? l.message),
+      [...Array.from({ length: 50 }, (_, n) => n), 'later'],
+    );
   });
 
   it('flushes what is pending when the process exits, by process.exit() or by an uncaught exception', async () => {
     const exited = await child(`log.info('before exit'); process.exit(3);`);
     assert.equal(exited.code, 3);
-    assert.deepEqual(lines(exited.stdout).map((l) => l.message), ['before exit']);
+    assert.deepEqual(
+      lines(exited.stdout).map((l) => l.message),
+      ['before exit'],
+    );
     const crashed = await child(`log.error('before the crash'); throw new Error('boom');`);
     assert.equal(crashed.code, 1);
     assert.match(crashed.stderr, /Error: boom/);
-    assert.deepEqual(lines(crashed.stdout).map((l) => l.message), ['before the crash']);
+    assert.deepEqual(
+      lines(crashed.stdout).map((l) => l.message),
+      ['before the crash'],
+    );
   });
 
   it('writes at once when a turn has logged 64 KiB', async () => {
@@ -81,7 +116,10 @@ await new Promise((resolve) => setTimeout(resolve, 5));
 process.stderr.write(JSON.stringify(writes));`);
     assert.equal(code, 0);
     const writes = JSON.parse(stderr) as number[];
-    assert.equal(writes.reduce((a, b) => a + b, 0), 100);
+    assert.equal(
+      writes.reduce((a, b) => a + b, 0),
+      100,
+    );
     assert.ok(writes.length === 2 && (writes[0] as number) < 100, `writes: ${writes.join(', ')}`);
   });
 });

@@ -17,7 +17,9 @@ import { spawnService, startService, type ServiceProcess } from './support/proce
 
 const startChild = (dataDir: string) => startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
 
-describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database only: runs in the embedded pass' : false }, () => {
+describe('the service process', {
+  skip: REAL_SERVER_URL ? 'embedded database only: runs in the embedded pass' : false,
+}, () => {
   let dataDir: string;
   let first: ServiceProcess;
   let adminToken: string;
@@ -41,7 +43,10 @@ describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database onl
     assert.equal(users.status, 200);
     assert.equal((await users.json()).meta.total, 2);
     const mine = await fetch(`${first.url}/v1/users`, { headers: { authorization: `Bearer ${customer[1]}` } });
-    assert.deepEqual((await mine.json()).data.map((u: { email: string }) => u.email), ['customer@example.com']);
+    assert.deepEqual(
+      (await mine.json()).data.map((u: { email: string }) => u.email),
+      ['customer@example.com'],
+    );
   });
 
   it('serves the catalog without a token', async () => {
@@ -54,7 +59,10 @@ describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database onl
     let err = '';
     const status = await runCli(['migrate'], { DATA_DIR: dataDir }, { out: () => {}, err: (t) => (err += t) });
     assert.equal(status, 1);
-    assert.match(err, /^orders: the embedded database in .* is in use by process \d+; stop it first \(PGlite serves one process at a time\)\n$/);
+    assert.match(
+      err,
+      /^orders: the embedded database in .* is in use by process \d+; stop it first \(PGlite serves one process at a time\)\n$/,
+    );
   });
 
   it('on SIGTERM lets a request in flight finish, then exits 0', async () => {
@@ -62,7 +70,10 @@ describe('the service process', { skip: REAL_SERVER_URL ? 'embedded database onl
     // A request whose body is still arriving is in flight. The server's
     // "100 Continue" tells that it has parsed the request head.
     const req = request({
-      host: '127.0.0.1', port, method: 'POST', path: '/v1/products',
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/products',
       headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue' },
     });
     const responded = once(req, 'response');
@@ -104,6 +115,9 @@ describe('an invalid configuration', () => {
     const child = spawnService({ LOG_LEVEL: 'loud' });
     const [code] = await once(child.process, 'exit');
     assert.equal(code, 2);
-    assert.equal(child.stderr(), 'orders: invalid configuration: LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"\n');
+    assert.equal(
+      child.stderr(),
+      'orders: invalid configuration: LOG_LEVEL must be one of debug, info, warn, error, silent, got "loud"\n',
+    );
   });
 });

@@ -1,5 +1,5 @@
 /**
- * GET /metrics (SPEC §16): the recorder and the exposition format on their
+ * GET /metrics (contract §16): the recorder and the exposition format on their
  * own, then the real server: figures that move by exactly what the test
  * sends, labels that never hold an id, a token or a raw path, METRICS_TOKEN,
  * the rate limit, the pool and a database that does not answer, and
@@ -36,7 +36,10 @@ const hasPromtool = spawnSync('promtool', ['--version']).error === undefined;
 
 describe('the exposition format', () => {
   it('writes a family with its help, type and samples', () => {
-    assert.equal(family('a_total', 'counter', 'Things.', [sample('a_total', labels({ x: '1' }), 2)]), '# HELP a_total Things.\n# TYPE a_total counter\na_total{x="1"} 2\n');
+    assert.equal(
+      family('a_total', 'counter', 'Things.', [sample('a_total', labels({ x: '1' }), 2)]),
+      '# HELP a_total Things.\n# TYPE a_total counter\na_total{x="1"} 2\n',
+    );
   });
   it('escapes label values and help text as the format wants', () => {
     assert.equal(labels({ a: 'back\\slash "quoted"\nline' }), '{a="back\\\\slash \\"quoted\\"\\nline"}');
@@ -63,36 +66,49 @@ describe('createHttpMetrics()', () => {
     metrics.request(undefined, 'BREW', 404, 0.0005);
     metrics.request('/orders', 'POST', undefined, 1);
     metrics.rateLimited('address');
-    const buckets = (label: string, method: string, counts: number[], sum: number) => [
-      ...counts.map((count, i) => `orders_http_request_duration_seconds_bucket{route="${label}",method="${method}",le="${i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i] : '+Inf'}"} ${count}\n`),
-      `orders_http_request_duration_seconds_sum{route="${label}",method="${method}"} ${sum}\n`,
-      `orders_http_request_duration_seconds_count{route="${label}",method="${method}"} ${counts.at(-1)}\n`,
-    ].join('');
-    assert.equal(metrics.render(), [
-      '# HELP orders_http_requests_total Requests answered, by route pattern, method and status (aborted: the client left before the answer).\n',
-      '# TYPE orders_http_requests_total counter\n',
-      'orders_http_requests_total{route="/orders/{id}",method="GET",status="200"} 2\n',
-      'orders_http_requests_total{route="/orders/{id}",method="GET",status="404"} 1\n',
-      'orders_http_requests_total{route="unmatched",method="other",status="404"} 1\n',
-      'orders_http_requests_total{route="/orders",method="POST",status="aborted"} 1\n',
-      '# HELP orders_http_request_duration_seconds Time from a request\'s arrival to its answer, by route pattern and method.\n',
-      '# TYPE orders_http_request_duration_seconds histogram\n',
-      //        1ms 2.5 5  10 25 50 .1 .25 .5 1  2.5 5  10 +Inf
-      buckets('/orders/{id}', 'GET', [0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3], 30.024),
-      buckets('unmatched', 'other', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 0.0005),
-      '# HELP orders_rate_limited_total Requests refused with 429, by the table that refused them (user: a token\'s user; address: a client address).\n',
-      '# TYPE orders_rate_limited_total counter\n',
-      'orders_rate_limited_total{limiter="user"} 0\n',
-      'orders_rate_limited_total{limiter="address"} 1\n',
-    ].join(''));
+    const buckets = (label: string, method: string, counts: number[], sum: number) =>
+      [
+        ...counts.map(
+          (count, i) =>
+            `orders_http_request_duration_seconds_bucket{route="${label}",method="${method}",le="${i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i] : '+Inf'}"} ${count}\n`,
+        ),
+        `orders_http_request_duration_seconds_sum{route="${label}",method="${method}"} ${sum}\n`,
+        `orders_http_request_duration_seconds_count{route="${label}",method="${method}"} ${counts.at(-1)}\n`,
+      ].join('');
+    assert.equal(
+      metrics.render(),
+      [
+        '# HELP orders_http_requests_total Requests answered, by route pattern, method and status (aborted: the client left before the answer).\n',
+        '# TYPE orders_http_requests_total counter\n',
+        'orders_http_requests_total{route="/orders/{id}",method="GET",status="200"} 2\n',
+        'orders_http_requests_total{route="/orders/{id}",method="GET",status="404"} 1\n',
+        'orders_http_requests_total{route="unmatched",method="other",status="404"} 1\n',
+        'orders_http_requests_total{route="/orders",method="POST",status="aborted"} 1\n',
+        "# HELP orders_http_request_duration_seconds Time from a request's arrival to its answer, by route pattern and method.\n",
+        '# TYPE orders_http_request_duration_seconds histogram\n',
+        //        1ms 2.5 5  10 25 50 .1 .25 .5 1  2.5 5  10 +Inf
+        buckets('/orders/{id}', 'GET', [0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3], 30.024),
+        buckets('unmatched', 'other', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 0.0005),
+        "# HELP orders_rate_limited_total Requests refused with 429, by the table that refused them (user: a token's user; address: a client address).\n",
+        '# TYPE orders_rate_limited_total counter\n',
+        'orders_rate_limited_total{limiter="user"} 0\n',
+        'orders_rate_limited_total{limiter="address"} 1\n',
+      ].join(''),
+    );
   });
 
-  it('puts a duration on a bucket\'s bound into that bucket (le: less or equal)', () => {
+  it("puts a duration on a bucket's bound into that bucket (le: less or equal)", () => {
     const metrics = createHttpMetrics();
     metrics.request('/x', 'GET', 200, 0.005);
     const text = metrics.render();
-    assert.equal(valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.0025"}'), 0);
-    assert.equal(valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.005"}'), 1);
+    assert.equal(
+      valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.0025"}'),
+      0,
+    );
+    assert.equal(
+      valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.005"}'),
+      1,
+    );
   });
 
   it('records a request in well under a microsecond: a few Map lookups, no string built', () => {
@@ -100,7 +116,8 @@ describe('createHttpMetrics()', () => {
     const patterns = ['/orders/{id:int}', '/products', undefined];
     const n = 300_000;
     const started = performance.now();
-    for (let i = 0; i < n; i++) metrics.request(patterns[i % 3], i % 2 === 0 ? 'GET' : 'POST', i % 5 === 0 ? 404 : 200, (i % 50) / 1000);
+    for (let i = 0; i < n; i++)
+      metrics.request(patterns[i % 3], i % 2 === 0 ? 'GET' : 'POST', i % 5 === 0 ? 404 : 200, (i % 50) / 1000);
     const perCall = (performance.now() - started) / n;
     // About 0.1 µs here; the bound leaves room for a busy machine.
     assert.ok(perCall < 5e-3, `${(perCall * 1e6).toFixed(0)} ns per request`);
@@ -121,7 +138,12 @@ describe('GET /metrics on the real server', () => {
 
   before(async () => {
     // Deliveries fail at their first failed attempt: one endpoint refuses (failed), one never answers (pending).
-    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, undefined, undefined, { pollMs: 20, leaseSeconds: 120, retryDelaysSeconds: [], timeoutMs: 60_000 });
+    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, undefined, undefined, {
+      pollMs: 20,
+      leaseSeconds: 120,
+      retryDelaysSeconds: [],
+      timeoutMs: 60_000,
+    });
     hanging = await startReceiver(() => null);
     refusing = await startReceiver(() => 500);
   });
@@ -131,7 +153,7 @@ describe('GET /metrics on the real server', () => {
     await refusing.close();
   });
 
-  it('gives the event log\'s age as 0 while it holds no event', async () => {
+  it("gives the event log's age as 0 while it holds no event", async () => {
     assert.equal(valueOf(await scrape(), 'orders_event_log_oldest_event_age_seconds'), 0);
   });
 
@@ -153,15 +175,29 @@ describe('GET /metrics on the real server', () => {
     for (let i = 0; i < 7; i++) assert.equal((await t.fetch(`/v${1 + (i % 2)}/products/${1 + (i % 3)}`)).status, 200);
     for (let i = 0; i < 2; i++) assert.equal((await t.fetch('/v2/products/999999')).status, 404);
     const now = await scrape();
-    const delta = (name: string, labelText: string) => (valueOf(now, name, labelText) ?? 0) - (valueOf(before, name, labelText) ?? 0);
+    const delta = (name: string, labelText: string) =>
+      (valueOf(now, name, labelText) ?? 0) - (valueOf(before, name, labelText) ?? 0);
     assert.equal(delta('orders_http_requests_total', ok), 7);
     assert.equal(delta('orders_http_requests_total', missing), 2);
     assert.equal(delta('orders_http_request_duration_seconds_count', timed), 9);
-    assert.equal(delta('orders_http_request_duration_seconds_bucket', `{route="/products/{id}",method="GET",le="+Inf"}`), 9);
+    assert.equal(
+      delta('orders_http_request_duration_seconds_bucket', `{route="/products/{id}",method="GET",le="+Inf"}`),
+      9,
+    );
     assert.ok(delta('orders_http_request_duration_seconds_sum', timed) > 0);
     // Buckets are cumulative.
-    const counts = [...DURATION_BUCKETS.map(String), '+Inf'].map((le) => valueOf(now, 'orders_http_request_duration_seconds_bucket', `{route="/products/{id}",method="GET",le="${le}"}`) as number);
-    assert.deepEqual(counts, [...counts].sort((a, b) => a - b));
+    const counts = [...DURATION_BUCKETS.map(String), '+Inf'].map(
+      (le) =>
+        valueOf(
+          now,
+          'orders_http_request_duration_seconds_bucket',
+          `{route="/products/{id}",method="GET",le="${le}"}`,
+        ) as number,
+    );
+    assert.deepEqual(
+      counts,
+      [...counts].sort((a, b) => a - b),
+    );
     // The scrapes count themselves, under their own pattern.
     assert.ok((valueOf(now, 'orders_http_requests_total', '{route="/metrics",method="GET",status="200"}') ?? 0) >= 2);
   });
@@ -176,8 +212,14 @@ describe('GET /metrics on the real server', () => {
     assert.equal((await fetch(`${t.url}/v1/orders/9876`, { method: 'PROPFIND' })).status, 405);
     const text = await scrape();
     assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="GET",status="404"}'), 1);
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/users/{id}/orders",method="GET",status="404"}'), 1);
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="OPTIONS",status="204"}'), 1);
+    assert.equal(
+      valueOf(text, 'orders_http_requests_total', '{route="/users/{id}/orders",method="GET",status="404"}'),
+      1,
+    );
+    assert.equal(
+      valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="OPTIONS",status="204"}'),
+      1,
+    );
     assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="other",status="405"}'), 1);
     assert.ok((valueOf(text, 'orders_http_requests_total', '{route="unmatched",method="GET",status="404"}') ?? 0) >= 1);
     // Sample values may hold any digits; the label sets must not.
@@ -188,20 +230,32 @@ describe('GET /metrics on the real server', () => {
     for (const value of labelValues(text, 'route')) assert.ok(patterns.has(value), value);
   });
 
-  it('gives webhook deliveries pending and failed, and the event log\'s age', async () => {
+  it("gives webhook deliveries pending and failed, and the event log's age", async () => {
     admin = await t.user('admin');
     const subscribe = async (url: string) => {
-      const response = await t.fetch('/v2/webhook-endpoints', { method: 'POST', headers: { ...bearer(admin.token), 'content-type': 'application/json' }, body: JSON.stringify({ url, events: ['order.created'] }) });
+      const response = await t.fetch('/v2/webhook-endpoints', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+        body: JSON.stringify({ url, events: ['order.created'] }),
+      });
       assert.equal(response.status, 201);
     };
     await subscribe(hanging.url);
     await subscribe(refusing.url);
-    const created = await t.fetch('/v2/orders', { method: 'POST', headers: { ...bearer(customer.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":1}]}' });
+    const created = await t.fetch('/v2/orders', {
+      method: 'POST',
+      headers: { ...bearer(customer.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":1}]}',
+    });
     assert.equal(created.status, 201);
     await Promise.all([hanging.waitFor(1), refusing.waitFor(1)]);
     // The refused attempt is recorded just after its answer: wait for the figure.
     let text = await scrape();
-    for (const deadline = Date.now() + 10_000; valueOf(text, 'orders_webhook_deliveries', '{status="failed"}') !== 1 && Date.now() < deadline;) text = await scrape();
+    for (
+      const deadline = Date.now() + 10_000;
+      valueOf(text, 'orders_webhook_deliveries', '{status="failed"}') !== 1 && Date.now() < deadline;
+    )
+      text = await scrape();
     assert.equal(valueOf(text, 'orders_webhook_deliveries', '{status="failed"}'), 1);
     assert.equal(valueOf(text, 'orders_webhook_deliveries', '{status="pending"}'), 1);
     assert.equal(valueOf(text, 'orders_metrics_database_success'), 1);
@@ -221,7 +275,9 @@ describe('GET /metrics on the real server', () => {
     assert.ok(start <= Date.now() / 1000 && start > Date.now() / 1000 - 3600, String(start));
   });
 
-  it('passes promtool check metrics with no error and no warning', { skip: !hasPromtool && 'promtool is not installed (Debian: apt-get install prometheus); CI installs it' }, async () => {
+  it('passes promtool check metrics with no error and no warning', {
+    skip: !hasPromtool && 'promtool is not installed (Debian: apt-get install prometheus); CI installs it',
+  }, async () => {
     // Every kind of series: 2xx, 3xx, 4xx, unmatched, HEAD, OPTIONS, a write, a refusal.
     const etag = (await t.fetch('/v2/products/1')).headers.get('etag') as string;
     await t.fetch('/v2/products/1', { headers: { 'if-none-match': etag } });
@@ -296,23 +352,34 @@ describe('GET /metrics while the pool is busy', () => {
   before(async () => {
     // One connection, held by a payment's transaction until the test lets it go;
     // the webhook worker polls once, at start, so that nothing else uses the pool.
-    t = await startTestServer({ DB_POOL_MAX: '1' }, undefined, {
-      afterPaymentInsert: () => {
-        held();
-        return new Promise<void>((resolve) => {
-          release = resolve;
-        });
+    t = await startTestServer(
+      { DB_POOL_MAX: '1' },
+      undefined,
+      {
+        afterPaymentInsert: () => {
+          held();
+          return new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        },
       },
-    }, { pollMs: 3_600_000 });
+      { pollMs: 3_600_000 },
+    );
   });
   after(async () => {
     release();
     await t.close();
   });
 
-  it('shows the connection in use, and answers within its deadline without the database\'s figures', async () => {
+  it("shows the connection in use, and answers within its deadline without the database's figures", async () => {
     const who = await t.user('customer');
-    const order = await (await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":2}]}' })).json();
+    const order = await (
+      await t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(who.token), 'content-type': 'application/json' },
+        body: '{"items":[{"productId":1,"qty":2}]}',
+      })
+    ).json();
     const idle = await (await fetch(`${t.url}/metrics`)).text();
     assert.equal(valueOf(idle, 'orders_db_pool_connections_in_use'), 0);
     assert.equal(valueOf(idle, 'orders_db_pool_queries_waiting'), 0);

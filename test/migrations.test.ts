@@ -1,4 +1,4 @@
-/** The migration runner (SPEC §12) on the database of this run. */
+/** The migration runner (contract §12) on the database of this run. */
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,15 +25,42 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const applied = async () => db.sql<{ version: string; name: string; checksum: string }[]>`SELECT version, name, checksum FROM schema_migrations ORDER BY version`;
+const applied = async () =>
+  db.sql<
+    { version: string; name: string; checksum: string }[]
+  >`SELECT version, name, checksum FROM schema_migrations ORDER BY version`;
 
 describe('migrate()', () => {
   it('applies every migration in order on an empty database and records its checksum', async () => {
     const files = readMigrations(dir);
-    assert.deepEqual(await migrate(db, files), files.map((m) => m.name));
-    assert.deepEqual([...(await applied())], files.map((m) => ({ version: m.version, name: m.name, checksum: m.checksum })));
-    const tables = await db.sql<{ t: string }[]>`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`;
-    assert.deepEqual(tables.map((r) => r.t), ['api_tokens', 'events', 'idempotency_keys', 'order_items', 'orders', 'payments', 'products', 'schema_migrations', 'users', 'webhook_attempts', 'webhook_deliveries', 'webhook_endpoints']);
+    assert.deepEqual(
+      await migrate(db, files),
+      files.map((m) => m.name),
+    );
+    assert.deepEqual(
+      [...(await applied())],
+      files.map((m) => ({ version: m.version, name: m.name, checksum: m.checksum })),
+    );
+    const tables = await db.sql<
+      { t: string }[]
+    >`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`;
+    assert.deepEqual(
+      tables.map((r) => r.t),
+      [
+        'api_tokens',
+        'events',
+        'idempotency_keys',
+        'order_items',
+        'orders',
+        'payments',
+        'products',
+        'schema_migrations',
+        'users',
+        'webhook_attempts',
+        'webhook_deliveries',
+        'webhook_endpoints',
+      ],
+    );
   });
 
   it('applies nothing the second time', async () => {
@@ -55,18 +82,24 @@ describe('migrate()', () => {
     });
     const [exists] = await db.sql<{ t: string | null }[]>`SELECT to_regclass('half_done')::text AS t`;
     assert.equal(exists?.t, null);
-    assert.equal((await applied()).some((m) => m.version === '9002'), false);
+    assert.equal(
+      (await applied()).some((m) => m.version === '9002'),
+      false,
+    );
     rmSync(join(dir, '9002_broken.sql'));
   });
 
   it('refuses to start when an applied migration was edited, and changes nothing', async () => {
     const file = join(dir, '9001_add_note.sql');
-    writeFileSync(file, readFileSync(file, 'utf8') + '-- an innocent-looking comment\n');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}-- an innocent-looking comment\n`);
     writeFileSync(join(dir, '9003_later.sql'), 'CREATE TABLE later_probe (id int);\n');
     const before = [...(await applied())];
     await assert.rejects(migrate(db, readMigrations(dir)), (error: unknown) => {
       assert.ok(error instanceof MigrationError);
-      assert.match(error.message, /^migration 9001_add_note\.sql was changed after it was applied \(applied as 9001_add_note\.sql with checksum [0-9a-f]{12}…, the file now has [0-9a-f]{12}…\); restore it and put the change in a new migration$/);
+      assert.match(
+        error.message,
+        /^migration 9001_add_note\.sql was changed after it was applied \(applied as 9001_add_note\.sql with checksum [0-9a-f]{12}…, the file now has [0-9a-f]{12}…\); restore it and put the change in a new migration$/,
+      );
       return true;
     });
     assert.deepEqual([...(await applied())], before);
@@ -92,10 +125,14 @@ describe('readMigrations()', () => {
   });
 });
 
-describe('several servers starting at once', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server (the embedded one serves one process)' }, () => {
+describe('several servers starting at once', {
+  skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server (the embedded one serves one process)',
+}, () => {
   it('apply each migration exactly once (three pools, as three processes would)', async () => {
     const fresh = await createTestDatabase();
-    const pools = await Promise.all([1, 2, 3].map(() => openDatabase({ databaseUrl: fresh.url, dataDir: '', poolMax: 2 })));
+    const pools = await Promise.all(
+      [1, 2, 3].map(() => openDatabase({ databaseUrl: fresh.url, dataDir: '', poolMax: 2 })),
+    );
     try {
       const results = await Promise.all(pools.map((pool) => migrate(pool)));
       const names = readMigrations().map((m) => m.name);

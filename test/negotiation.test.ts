@@ -46,13 +46,21 @@ describe('negotiate()', () => {
     it('refuses an Accept that allows only the other version', () => {
       const result = negotiate(V2, 1);
       assert.equal(result.ok, false);
-      assert.equal(!result.ok && result.detail, `Nothing in Accept can be produced here (the path asks for version 1); this resource is available as ${JSON_}, ${V1}.`);
+      assert.equal(
+        !result.ok && result.detail,
+        `Nothing in Accept can be produced here (the path asks for version 1); this resource is available as ${JSON_}, ${V1}.`,
+      );
       assert.equal(negotiate(V1, 2).ok, false);
     });
   });
 
   describe('when nothing is acceptable', () => {
-    for (const accept of ['text/html', 'application/xml, text/*', '*/*;q=0', `application/json;q=0, ${V1};q=0, ${V2};q=0`]) {
+    for (const accept of [
+      'text/html',
+      'application/xml, text/*',
+      '*/*;q=0',
+      `application/json;q=0, ${V1};q=0, ${V2};q=0`,
+    ]) {
       it(`refuses ${JSON.stringify(accept)}`, () => {
         assert.equal(negotiate(accept, undefined).ok, false);
       });
@@ -60,7 +68,10 @@ describe('negotiate()', () => {
 
     it('says so when Accept has no valid range at all', () => {
       const result = negotiate('garbage;;;, /json, */html', undefined);
-      assert.equal(!result.ok && result.detail, `The Accept header has no valid media range; this resource is available as ${JSON_}, ${V2}, ${V1}.`);
+      assert.equal(
+        !result.ok && result.detail,
+        `The Accept header has no valid media range; this resource is available as ${JSON_}, ${V2}, ${V1}.`,
+      );
     });
   });
 });
@@ -73,13 +84,24 @@ describe('parseAccept()', () => {
   });
 
   it('ranks specificity: */*, type/*, type/subtype, with parameters', () => {
-    assert.deepEqual(parseAccept('*/*, text/*, text/plain, text/plain;format=flowed').map((r) => r.specificity), [0, 1, 2, 3]);
+    assert.deepEqual(
+      parseAccept('*/*, text/*, text/plain, text/plain;format=flowed').map((r) => r.specificity),
+      [0, 1, 2, 3],
+    );
   });
 
   it('lets the most specific range decide each offer, even with a lower q', () => {
     // application/json gets 0.1 and v2 0.5 from their exact ranges; only v1 is left to application/* at 1.
-    assert.deepEqual(negotiate(`application/*;q=1, application/json;q=0.1, ${V2};q=0.5`, undefined), { ok: true, version: 1, contentType: V1 });
-    assert.deepEqual(negotiate(`application/*;q=0.2, application/json;q=0.1, ${V2};q=0.5`, undefined), { ok: true, version: 2, contentType: V2 });
+    assert.deepEqual(negotiate(`application/*;q=1, application/json;q=0.1, ${V2};q=0.5`, undefined), {
+      ok: true,
+      version: 1,
+      contentType: V1,
+    });
+    assert.deepEqual(negotiate(`application/*;q=0.2, application/json;q=0.1, ${V2};q=0.5`, undefined), {
+      ok: true,
+      version: 2,
+      contentType: V2,
+    });
   });
 });
 

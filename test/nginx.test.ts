@@ -1,5 +1,5 @@
 /**
- * Behind a reverse proxy (SPEC §16): Debian's nginx, started on loopback
+ * Behind a reverse proxy (contract §16): Debian's nginx, started on loopback
  * with the configuration docs/operations.md gives (test/fixtures/
  * nginx.conf.template, its addresses and cache folder replaced), in front
  * of the real server with TRUST_PROXY=127.0.0.1. It proves: the public
@@ -33,14 +33,29 @@ interface Answer {
 }
 
 /** A request from `localAddress` (127.0.0.2, 127.0.0.3…) to `port` on 127.0.0.1, on a connection of its own. */
-function send(port: number, path: string, options: { localAddress?: string; method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+function send(
+  port: number,
+  path: string,
+  options: { localAddress?: string; method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', headers: options.headers ?? {}, localAddress: options.localAddress ?? '127.0.0.1', agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: options.method ?? 'GET',
+        headers: options.headers ?? {},
+        localAddress: options.localAddress ?? '127.0.0.1',
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -71,26 +86,45 @@ async function startNginx(origin: string): Promise<Nginx> {
   site = replace(site, 'server 127.0.0.1:3000;', `server ${new URL(origin).host};`);
   site = replace(site, '/var/cache/nginx/orders', join(dir, 'cache'));
   writeFileSync(join(dir, 'orders.conf'), site);
-  writeFileSync(join(dir, 'nginx.conf'), [
-    // As root, nginx's workers would otherwise run as nobody, who cannot write this folder.
-    ...(process.getuid?.() === 0 ? [`user ${userInfo().username};`] : []),
-    'worker_processes 1;',
-    `error_log ${join(dir, 'error.log')} warn;`,
-    'events { worker_connections 256; }',
-    'http {',
-    '    access_log off;',
-    ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => `    ${kind}_temp_path ${join(dir, kind)};`),
-    `    include ${join(dir, 'orders.conf')};`,
-    '}',
-    '',
-  ].join('\n'));
-  const child: ChildProcess = spawn(NGINX as string, ['-e', join(dir, 'error.log'), '-p', dir, '-c', join(dir, 'nginx.conf'), '-g', `daemon off; pid ${join(dir, 'nginx.pid')};`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    [
+      // As root, nginx's workers would otherwise run as nobody, who cannot write this folder.
+      ...(process.getuid?.() === 0 ? [`user ${userInfo().username};`] : []),
+      'worker_processes 1;',
+      `error_log ${join(dir, 'error.log')} warn;`,
+      'events { worker_connections 256; }',
+      'http {',
+      '    access_log off;',
+      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+        (kind) => `    ${kind}_temp_path ${join(dir, kind)};`,
+      ),
+      `    include ${join(dir, 'orders.conf')};`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const child: ChildProcess = spawn(
+    NGINX as string,
+    [
+      '-e',
+      join(dir, 'error.log'),
+      '-p',
+      dir,
+      '-c',
+      join(dir, 'nginx.conf'),
+      '-g',
+      `daemon off; pid ${join(dir, 'nginx.pid')};`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const log = () => `${stderr}${existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : ''}`;
+  const log = () =>
+    `${stderr}${existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : ''}`;
   // Ready when it accepts a connection; an nginx that exits instead fails the test with its log.
-  for (const deadline = Date.now() + 10_000; ;) {
+  for (const deadline = Date.now() + 10_000; ; ) {
     if (child.exitCode !== null) assert.fail(`nginx exited with ${child.exitCode}: ${log()}`);
     const accepted = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host: '127.0.0.1', port }, () => {
@@ -116,11 +150,15 @@ async function startNginx(origin: string): Promise<Nginx> {
 }
 
 /** The origin's request log lines for `path`. */
-const linesFor = (t: TestServer, path: string) => t.logs.filter((line) => line.message === 'request' && line.path === path);
+const linesFor = (t: TestServer, path: string) =>
+  t.logs.filter((line) => line.message === 'request' && line.path === path);
 
 describe('the nginx configuration of docs/operations.md', () => {
   it('is quoted there word for word', () => {
-    assert.ok(OPERATIONS.includes(`\`\`\`nginx\n${TEMPLATE}\`\`\``), 'docs/operations.md does not quote test/fixtures/nginx.conf.template as it is');
+    assert.ok(
+      OPERATIONS.includes(`\`\`\`nginx\n${TEMPLATE}\`\`\``),
+      'docs/operations.md does not quote test/fixtures/nginx.conf.template as it is',
+    );
   });
 });
 
@@ -134,7 +172,11 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     origin = await startTestServer({ CACHE_MAX_AGE: '1', TRUST_PROXY: '127.0.0.1' });
     proxy = await startNginx(origin.url);
     customer = await origin.user('customer');
-    const created = await origin.fetch('/v2/orders', { method: 'POST', headers: { ...bearer(customer.token), 'content-type': 'application/json' }, body: '{"items":[{"productId":1,"qty":1}]}' });
+    const created = await origin.fetch('/v2/orders', {
+      method: 'POST',
+      headers: { ...bearer(customer.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":1}]}',
+    });
     order = (await created.json()).id;
   });
   after(async () => {
@@ -153,10 +195,16 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(second.headers['x-cache-status'], 'HIT');
     assert.equal(second.body, first.body);
     assert.equal(second.headers.etag, first.headers.etag);
-    assert.deepEqual(linesFor(origin, path).map((line) => line.status), [200]);
+    assert.deepEqual(
+      linesFor(origin, path).map((line) => line.status),
+      [200],
+    );
     // Once the stored copy is stale (max-age=1), nginx asks the origin with its tag.
     let answer = second;
-    for (const deadline = Date.now() + 5_000; answer.headers['x-cache-status'] !== 'REVALIDATED' && Date.now() < deadline;) {
+    for (
+      const deadline = Date.now() + 5_000;
+      answer.headers['x-cache-status'] !== 'REVALIDATED' && Date.now() < deadline;
+    ) {
       assert.equal(answer.headers['x-cache-status'], 'HIT');
       await new Promise((resolve) => setTimeout(resolve, 100));
       answer = await send(proxy.port, path);
@@ -164,7 +212,10 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(answer.headers['x-cache-status'], 'REVALIDATED');
     assert.equal(answer.status, 200);
     assert.equal(answer.body, first.body);
-    assert.deepEqual(linesFor(origin, path).map((line) => line.status), [200, 304]);
+    assert.deepEqual(
+      linesFor(origin, path).map((line) => line.status),
+      [200, 304],
+    );
   });
 
   it('never stores a private answer: both requests for an order reach the origin', async () => {
@@ -176,11 +227,19 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
       assert.equal(answer.headers['cache-control'], 'private, max-age=1');
       assert.equal(answer.headers['x-cache-status'], 'MISS');
     }
-    assert.deepEqual(linesFor(origin, path).slice(before).map((line) => line.status), [200, 200]);
+    assert.deepEqual(
+      linesFor(origin, path)
+        .slice(before)
+        .map((line) => line.status),
+      [200, 200],
+    );
   });
 
   it('never stores a no-store answer: a user, a 404', async () => {
-    for (const [path, status, headers] of [[`/v2/users/${customer.id}`, 200, bearer(customer.token)], ['/v2/products/999999', 404, {}]] as const) {
+    for (const [path, status, headers] of [
+      [`/v2/users/${customer.id}`, 200, bearer(customer.token)],
+      ['/v2/products/999999', 404, {}],
+    ] as const) {
       const before = linesFor(origin, path).length;
       for (let i = 0; i < 2; i++) {
         const answer = await send(proxy.port, path, { headers });
@@ -188,11 +247,17 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
         assert.equal(answer.headers['cache-control'], 'no-store');
         assert.equal(answer.headers['x-cache-status'], 'MISS');
       }
-      assert.deepEqual(linesFor(origin, path).slice(before).map((line) => line.status), [status, status], path);
+      assert.deepEqual(
+        linesFor(origin, path)
+          .slice(before)
+          .map((line) => line.status),
+        [status, status],
+        path,
+      );
     }
   });
 
-  it('passes a client\'s If-None-Match on a private order through: the origin answers 304', async () => {
+  it("passes a client's If-None-Match on a private order through: the origin answers 304", async () => {
     const path = `/v2/orders/${order}`;
     const etag = (await send(proxy.port, path, { headers: bearer(customer.token) })).headers.etag as string;
     const before = linesFor(origin, path).length;
@@ -200,7 +265,12 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(answer.status, 304);
     assert.equal(answer.headers.etag, etag);
     assert.equal(answer.body, '');
-    assert.deepEqual(linesFor(origin, path).slice(before).map((line) => line.status), [304]);
+    assert.deepEqual(
+      linesFor(origin, path)
+        .slice(before)
+        .map((line) => line.status),
+      [304],
+    );
   });
 
   it('passes If-Match on a write through: a stale tag is 412 from the origin', async () => {
@@ -214,8 +284,11 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(linesFor(origin, path).at(-1)?.status, 412);
   });
 
-  it('logs the client\'s address, never what the client wrote in Forwarded or X-Forwarded-For', async () => {
-    const answer = await send(proxy.port, '/healthz', { localAddress: '127.0.0.2', headers: { forwarded: 'for=203.0.113.9', 'x-forwarded-for': '203.0.113.9', 'x-request-id': 'nginx-spoof-1' } });
+  it("logs the client's address, never what the client wrote in Forwarded or X-Forwarded-For", async () => {
+    const answer = await send(proxy.port, '/healthz', {
+      localAddress: '127.0.0.2',
+      headers: { forwarded: 'for=203.0.113.9', 'x-forwarded-for': '203.0.113.9', 'x-request-id': 'nginx-spoof-1' },
+    });
     assert.equal(answer.status, 200);
     const line = origin.logs.find((l) => l.requestId === 'nginx-spoof-1');
     assert.equal(line?.clientAddress, '127.0.0.2');
@@ -250,7 +323,18 @@ describe('clients behind nginx and the rate limit', { skip: SKIP }, () => {
     assert.deepEqual(await from('127.0.0.3'), [200, 1]);
     assert.deepEqual(await from('127.0.0.3'), [200, 0]);
     assert.deepEqual(await from('127.0.0.3'), [429, 0]);
-    const addresses = origin.logs.filter((l) => l.message === 'request' && l.path === '/healthz').map((l) => l.clientAddress);
-    assert.deepEqual(addresses, ['127.0.0.2', '127.0.0.2', '127.0.0.3', '127.0.0.2', '127.0.0.2', '127.0.0.3', '127.0.0.3', '127.0.0.3']);
+    const addresses = origin.logs
+      .filter((l) => l.message === 'request' && l.path === '/healthz')
+      .map((l) => l.clientAddress);
+    assert.deepEqual(addresses, [
+      '127.0.0.2',
+      '127.0.0.2',
+      '127.0.0.3',
+      '127.0.0.2',
+      '127.0.0.2',
+      '127.0.0.3',
+      '127.0.0.3',
+      '127.0.0.3',
+    ]);
   });
 });

@@ -30,11 +30,14 @@ describe('createNodeServer()', () => {
     const slow = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const node = createNodeServer(async (request) => {
-      if (new URL(request.url).pathname === '/slow') await slow;
-      else if (request.body !== null) await request.arrayBuffer().catch(() => {});
-      return new Response('ok');
-    }, { requestTimeoutMs: 5_000 });
+    const node = createNodeServer(
+      async (request) => {
+        if (new URL(request.url).pathname === '/slow') await slow;
+        else if (request.body !== null) await request.arrayBuffer().catch(() => {});
+        return new Response('ok');
+      },
+      { requestTimeoutMs: 5_000 },
+    );
     node.server.listen(0, '127.0.0.1');
     await once(node.server, 'listening');
     const { port } = node.server.address() as AddressInfo;

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document's headers against the wire (SPEC §16): for a sample
+ * The OpenAPI document's headers against the wire (contract §16): for a sample
  * of answers of every status family, on version 1 and version 2, every
  * field the running server sent (beyond those of any HTTP message) is
  * documented for that operation and status in GET /openapi.json; and the
@@ -62,9 +62,10 @@ function undocumented(sample: Sample): string[] {
   if (found === undefined) return [`${at}: no path of the document`];
   const [template, item] = found;
   const own = item[sample.method.toLowerCase()];
-  const operations: [string, Json][] = own === undefined
-    ? Object.entries(item).filter(([, op]) => op.responses[String(sample.status)] !== undefined)
-    : [[sample.method.toLowerCase(), own]];
+  const operations: [string, Json][] =
+    own === undefined
+      ? Object.entries(item).filter(([, op]) => op.responses[String(sample.status)] !== undefined)
+      : [[sample.method.toLowerCase(), own]];
   if (operations.length === 0) return [`${at}: no operation of ${template} lists ${sample.status}`];
   const lines: string[] = [];
   for (const [method, op] of operations) {
@@ -75,7 +76,8 @@ function undocumented(sample: Sample): string[] {
     }
     const documented = new Set(Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()));
     for (const field of sample.fields) {
-      if (!GENERIC.has(field) && !documented.has(field)) lines.push(`${at}: ${field} is not documented for ${method} ${template} ${sample.status}`);
+      if (!GENERIC.has(field) && !documented.has(field))
+        lines.push(`${at}: ${field} is not documented for ${method} ${template} ${sample.status}`);
     }
   }
   return lines;
@@ -84,15 +86,27 @@ function undocumented(sample: Sample): string[] {
 /** The fields the document promises on every answer that `sample` lacks. */
 function missing(sample: Sample, { rateLimited = true } = {}): string[] {
   const expected = [...(rateLimited ? EVERYWHERE : ['x-request-id'])];
-  // Refused while the body was read, before the path (and so the version) was known: SPEC §8's fields are not sent.
+  // Refused while the body was read, before the path (and so the version) was known: contract §8's fields are not sent.
   if (sample.path.startsWith('/v1/') && sample.status !== 413) expected.push(...VERSION_1);
-  return expected.filter((name) => !sample.fields.includes(name)).map((name) => `${sample.method} ${sample.path} → ${sample.status} lacks ${name}`);
+  return expected
+    .filter((name) => !sample.fields.includes(name))
+    .map((name) => `${sample.method} ${sample.path} → ${sample.status} lacks ${name}`);
 }
 
-function assertDocumented(samples: readonly Sample[], statuses: readonly number[], options?: { rateLimited?: boolean }): void {
-  assert.deepEqual(samples.map((s) => `${s.method} ${s.path} → ${s.status}`), samples.map((s, i) => `${s.method} ${s.path} → ${statuses[i]}`));
+function assertDocumented(
+  samples: readonly Sample[],
+  statuses: readonly number[],
+  options?: { rateLimited?: boolean },
+): void {
+  assert.deepEqual(
+    samples.map((s) => `${s.method} ${s.path} → ${s.status}`),
+    samples.map((s, i) => `${s.method} ${s.path} → ${statuses[i]}`),
+  );
   assert.deepEqual(samples.flatMap(undocumented), []);
-  assert.deepEqual(samples.flatMap((s) => missing(s, options)), []);
+  assert.deepEqual(
+    samples.flatMap((s) => missing(s, options)),
+    [],
+  );
 }
 
 const json = (token: string, body: unknown, extra: Record<string, string> = {}): RequestInit => ({
@@ -123,20 +137,31 @@ describe('the headers of GET /openapi.json against the wire', () => {
 
   /** A new pending order of the customer (v1 answers its total as a number). */
   async function order(): Promise<{ id: number; total: number }> {
-    const response = await t.fetch('/v1/orders', { method: 'POST', ...json(customer.token, { items: [{ productId: 1, qty: 2 }] }) });
+    const response = await t.fetch('/v1/orders', {
+      method: 'POST',
+      ...json(customer.token, { items: [{ productId: 1, qty: 2 }] }),
+    });
     assert.equal(response.status, 201);
     return response.json();
   }
   const payment = (version: 1 | 2, o: { id: number; total: number }) =>
-    version === 1 ? { orderId: o.id, amount: o.total, currency: 'EUR' } : { orderId: o.id, amount: { amount: o.total.toFixed(2), currency: 'EUR' } };
+    version === 1
+      ? { orderId: o.id, amount: o.total, currency: 'EUR' }
+      : { orderId: o.id, amount: { amount: o.total.toFixed(2), currency: 'EUR' } };
 
   for (const v of [1, 2] as const) {
     describe(`version ${v}`, () => {
       it('2xx: read, listed, created, replayed, deleted, and OPTIONS', async () => {
         const auth = { headers: bearer(customer.token) };
         const body = { items: [{ productId: 1, qty: 1 }] };
-        const created = await answer(t, `/v${v}/orders`, { method: 'POST', ...json(customer.token, body, { 'idempotency-key': `headers-${v}` }) });
-        const replayed = await answer(t, `/v${v}/orders`, { method: 'POST', ...json(customer.token, body, { 'idempotency-key': `headers-${v}` }) });
+        const created = await answer(t, `/v${v}/orders`, {
+          method: 'POST',
+          ...json(customer.token, body, { 'idempotency-key': `headers-${v}` }),
+        });
+        const replayed = await answer(t, `/v${v}/orders`, {
+          method: 'POST',
+          ...json(customer.token, body, { 'idempotency-key': `headers-${v}` }),
+        });
         assert.ok(replayed.fields.includes('idempotent-replayed'));
         const o = await order();
         const samples = [
@@ -147,14 +172,17 @@ describe('the headers of GET /openapi.json against the wire', () => {
           await answer(t, `/v${v}/events`, auth),
           created,
           replayed,
-          await answer(t, `/v${v}/payments`, { method: 'POST', ...json(customer.token, payment(v, o), { 'idempotency-key': `pay-${v}` }) }),
+          await answer(t, `/v${v}/payments`, {
+            method: 'POST',
+            ...json(customer.token, payment(v, o), { 'idempotency-key': `pay-${v}` }),
+          }),
           await answer(t, `/v${v}/orders/${(await order()).id}`, { method: 'DELETE', ...auth }),
           await answer(t, `/v${v}/orders/${o.id}`, { method: 'OPTIONS' }),
         ];
         assertDocumented(samples, [200, 200, 200, 200, 200, 201, 201, 201, 204, 204]);
       });
 
-      it('3xx: 304 from the bytes and from an order\'s revision', async () => {
+      it("3xx: 304 from the bytes and from an order's revision", async () => {
         const auth = bearer(customer.token);
         const o = await order();
         const productTag = (await t.fetch(`/v${v}/products/1`)).headers.get('etag') as string;
@@ -171,22 +199,46 @@ describe('the headers of GET /openapi.json against the wire', () => {
         const auth = bearer(customer.token);
         const o = await order();
         const paid = await order();
-        await t.fetch(`/v${v}/payments`, { method: 'POST', ...json(customer.token, payment(v, paid), { 'idempotency-key': `paid-${v}` }) });
-        const again = { method: 'POST', ...json(customer.token, payment(v, paid), { 'idempotency-key': `again-${v}` }) };
+        await t.fetch(`/v${v}/payments`, {
+          method: 'POST',
+          ...json(customer.token, payment(v, paid), { 'idempotency-key': `paid-${v}` }),
+        });
+        const again = {
+          method: 'POST',
+          ...json(customer.token, payment(v, paid), { 'idempotency-key': `again-${v}` }),
+        };
         const samples = [
           await answer(t, `/v${v}/orders?colour=red`, { headers: auth }),
           await answer(t, `/v${v}/orders`),
           await answer(t, `/v${v}/orders`, { headers: bearer('ord_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') }),
-          await answer(t, `/v${v}/orders`, { method: 'POST', ...json(reader.token, { items: [{ productId: 1, qty: 1 }] }) }),
+          await answer(t, `/v${v}/orders`, {
+            method: 'POST',
+            ...json(reader.token, { items: [{ productId: 1, qty: 1 }] }),
+          }),
           await answer(t, `/v${v}/orders/999999999`, { headers: auth }),
           await answer(t, `/v${v}/products/1`, { method: 'DELETE' }),
           await answer(t, `/v${v}/products/1`, { headers: { accept: 'text/html' } }),
           await answer(t, `/v${v}/payments`, again),
-          // The same refusal again: the stored result, replayed (SPEC §7).
+          // The same refusal again: the stored result, replayed (contract §7).
           await answer(t, `/v${v}/payments`, again),
-          await answer(t, `/v${v}/orders/${o.id}`, { method: 'PUT', ...json(customer.token, { customerId: customer.id, status: 'pending', items: [{ productId: 1, qty: 1 }] }, { 'if-match': '"stale"' }) }),
-          await answer(t, `/v${v}/orders`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: 'x'.repeat(1_048_577) }),
-          await answer(t, `/v${v}/orders/${o.id}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'text/plain' }, body: 'x' }),
+          await answer(t, `/v${v}/orders/${o.id}`, {
+            method: 'PUT',
+            ...json(
+              customer.token,
+              { customerId: customer.id, status: 'pending', items: [{ productId: 1, qty: 1 }] },
+              { 'if-match': '"stale"' },
+            ),
+          }),
+          await answer(t, `/v${v}/orders`, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json' },
+            body: 'x'.repeat(1_048_577),
+          }),
+          await answer(t, `/v${v}/orders/${o.id}`, {
+            method: 'PATCH',
+            headers: { ...auth, 'content-type': 'text/plain' },
+            body: 'x',
+          }),
           await answer(t, `/v${v}/orders`, { method: 'POST', ...json(customer.token, { items: [] }) }),
         ];
         assertDocumented(samples, [400, 401, 401, 403, 404, 405, 406, 409, 409, 412, 413, 415, 422]);
@@ -198,7 +250,12 @@ describe('the headers of GET /openapi.json against the wire', () => {
         const o = await order();
         failPayments = true;
         try {
-          const samples = [await answer(t, `/v${v}/payments`, { method: 'POST', ...json(customer.token, payment(v, o), { 'idempotency-key': `bug-${v}` }) })];
+          const samples = [
+            await answer(t, `/v${v}/payments`, {
+              method: 'POST',
+              ...json(customer.token, payment(v, o), { 'idempotency-key': `bug-${v}` }),
+            }),
+          ];
           assertDocumented(samples, [500]);
         } finally {
           failPayments = false;
@@ -226,8 +283,13 @@ describe('the headers of GET /openapi.json against the wire', () => {
       const response = await t.fetch(path, { method: 'OPTIONS' });
       const sample = { method: 'OPTIONS', path, status: response.status, fields: [...response.headers.keys()] };
       const methods = METHODS.filter((m) => item[m.toLowerCase()] !== undefined).join(', ');
-      if (response.status !== 204 || response.headers.get('allow') !== methods) lines.push(`OPTIONS ${path}: ${response.status} Allow ${response.headers.get('allow')}, documented ${methods}`);
-      if (item.patch !== undefined && response.headers.get('accept-patch') !== 'application/json, application/merge-patch+json') lines.push(`OPTIONS ${path}: Accept-Patch ${response.headers.get('accept-patch')}`);
+      if (response.status !== 204 || response.headers.get('allow') !== methods)
+        lines.push(`OPTIONS ${path}: ${response.status} Allow ${response.headers.get('allow')}, documented ${methods}`);
+      if (
+        item.patch !== undefined &&
+        response.headers.get('accept-patch') !== 'application/json, application/merge-patch+json'
+      )
+        lines.push(`OPTIONS ${path}: Accept-Patch ${response.headers.get('accept-patch')}`);
       lines.push(...undocumented(sample), ...missing(sample));
     }
     assert.deepEqual(lines, []);
@@ -245,7 +307,11 @@ describe('the headers of a 429', () => {
 
   it('lists Retry-After and the rate-limit fields, on both versions', async () => {
     await t.fetch('/v2/products/1');
-    const samples = [await answer(t, '/v1/products/1'), await answer(t, '/v2/products/1'), await answer(t, '/v2/orders/1', { method: 'OPTIONS' })];
+    const samples = [
+      await answer(t, '/v1/products/1'),
+      await answer(t, '/v2/products/1'),
+      await answer(t, '/v2/orders/1', { method: 'OPTIONS' }),
+    ];
     assertDocumented(samples, [429, 429, 429]);
     assert.ok(samples.every((s) => s.fields.includes('retry-after')));
   });
@@ -261,13 +327,16 @@ describe('the headers of a 410, a 503 and a CORS preflight', () => {
     database = await createTestDatabase();
     link = await proxyToDatabase(database, 10);
     proxy = link.proxy;
-    t = await startTestServer({
-      DATABASE_URL: link.url,
-      RATE_LIMIT: '600/60',
-      V1_DEPRECATED_AT: '2020-01-01T00:00:00Z',
-      V1_SUNSET_AT: '2021-01-01T00:00:00Z',
-      CORS_ORIGINS: 'https://app.example',
-    }, database);
+    t = await startTestServer(
+      {
+        DATABASE_URL: link.url,
+        RATE_LIMIT: '600/60',
+        V1_DEPRECATED_AT: '2020-01-01T00:00:00Z',
+        V1_SUNSET_AT: '2021-01-01T00:00:00Z',
+        CORS_ORIGINS: 'https://app.example',
+      },
+      database,
+    );
   });
   after(async () => {
     await t.close();
@@ -280,9 +349,20 @@ describe('the headers of a 410, a 503 and a CORS preflight', () => {
   });
 
   it('a CORS preflight from a listed origin', async () => {
-    const preflight = { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'PATCH', 'access-control-request-headers': 'authorization, if-match' } };
+    const preflight = {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'PATCH',
+        'access-control-request-headers': 'authorization, if-match',
+      },
+    };
     // A preflight is not counted against the rate limit: it carries no rate-limit fields.
-    assertDocumented([await answer(t, '/v2/orders/1', preflight), await answer(t, '/v1/orders/1', preflight)], [204, 204], { rateLimited: false });
+    assertDocumented(
+      [await answer(t, '/v2/orders/1', preflight), await answer(t, '/v1/orders/1', preflight)],
+      [204, 204],
+      { rateLimited: false },
+    );
   });
 
   it('503 while the database is away, with Retry-After', async () => {
@@ -294,7 +374,9 @@ describe('the headers of a 410, a 503 and a CORS preflight', () => {
   });
 });
 
-describe('the headers of a 409 idempotency-key-in-use', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server: the embedded one runs one transaction at a time' }, () => {
+describe('the headers of a 409 idempotency-key-in-use', {
+  skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL server: the embedded one runs one transaction at a time',
+}, () => {
   let t: TestServer;
   let customer: Account;
   before(async () => {
@@ -309,13 +391,21 @@ describe('the headers of a 409 idempotency-key-in-use', { skip: REAL_SERVER_URL 
     const samples: Sample[] = [];
     const ROLLBACK = new Error('rollback');
     // Holds the key's lock as a request still running would (src/idempotency.ts).
-    await assert.rejects(t.server.db.begin(async (tx) => {
-      await tx.one('ClaimIdempotencyKey', [customer.id, 'held']);
-      for (const v of [1, 2]) {
-        samples.push(await answer(t, `/v${v}/orders`, { method: 'POST', ...json(customer.token, { items: [{ productId: 1, qty: 1 }] }, { 'idempotency-key': 'held' }) }));
-      }
-      throw ROLLBACK;
-    }), (error) => error === ROLLBACK);
+    await assert.rejects(
+      t.server.db.begin(async (tx) => {
+        await tx.one('ClaimIdempotencyKey', [customer.id, 'held']);
+        for (const v of [1, 2]) {
+          samples.push(
+            await answer(t, `/v${v}/orders`, {
+              method: 'POST',
+              ...json(customer.token, { items: [{ productId: 1, qty: 1 }] }, { 'idempotency-key': 'held' }),
+            }),
+          );
+        }
+        throw ROLLBACK;
+      }),
+      (error) => error === ROLLBACK,
+    );
     assertDocumented(samples, [409, 409]);
     assert.ok(samples.every((s) => s.fields.includes('retry-after')));
   });
@@ -323,9 +413,12 @@ describe('the headers of a 409 idempotency-key-in-use', { skip: REAL_SERVER_URL 
 
 describe('the sample', () => {
   it('holds every status family on both versions', () => {
-    const families = new Set(seen.map((s) => `${String(s.status)[0]}xx ${s.path.match(/^\/v[12]\//)?.[0] ?? 'unversioned'}`));
+    const families = new Set(
+      seen.map((s) => `${String(s.status)[0]}xx ${s.path.match(/^\/v[12]\//)?.[0] ?? 'unversioned'}`),
+    );
     for (const family of ['2xx', '3xx', '4xx', '5xx']) {
-      for (const version of ['/v1/', '/v2/']) assert.ok(families.has(`${family} ${version}`), `${family} on ${version}`);
+      for (const version of ['/v1/', '/v2/'])
+        assert.ok(families.has(`${family} ${version}`), `${family} on ${version}`);
     }
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document lints clean under Redocly's `recommended` ruleset
- * (SPEC §16): no problem of severity error or warn, no rule configured
+ * (contract §16): no problem of severity error or warn, no rule configured
  * away. Where a rule asked for something the project lacks, the document
  * says so honestly (the licence: none is granted) rather than the rule
  * being turned off.
@@ -21,7 +21,11 @@ function describeProblem(problem: NormalizedProblem): string {
 /** The problems of severity error or warn in `document`, one line each. */
 async function lint(document: Record<string, unknown>): Promise<string[]> {
   const config = await createConfig({ extends: ['recommended'] });
-  const problems = await lintFromString({ source: JSON.stringify(document, null, 2), absoluteRef: 'openapi.json', config });
+  const problems = await lintFromString({
+    source: JSON.stringify(document, null, 2),
+    absoluteRef: 'openapi.json',
+    config,
+  });
   return problems.filter((p) => p.severity === 'error' || p.severity === 'warn').map(describeProblem);
 }
 
@@ -33,13 +37,18 @@ describe("the OpenAPI document under Redocly's recommended rules", () => {
   it('would report a problem: the same document without its licence warns, with the place', async () => {
     const document = buildOpenApi(routes);
     const { license: _, ...info } = document.info as Record<string, unknown>;
-    assert.deepEqual(await lint({ ...document, info }), ['warn info-license: Info object should contain `license` field. at #/info']);
+    assert.deepEqual(await lint({ ...document, info }), [
+      'warn info-license: Info object should contain `license` field. at #/info',
+    ]);
   });
 
   it('states the licence package.json gives: none', () => {
     // A change of licence in package.json must change the document's too.
     assert.equal(pkg.license, 'UNLICENSED');
     assert.deepEqual((buildOpenApi(routes).info as Record<string, unknown>).license, LICENSE);
-    assert.deepEqual(LICENSE, { name: 'Proprietary: no licence is granted (UNLICENSED)', identifier: 'LicenseRef-UNLICENSED' });
+    assert.deepEqual(LICENSE, {
+      name: 'Proprietary: no licence is granted (UNLICENSED)',
+      identifier: 'LicenseRef-UNLICENSED',
+    });
   });
 });

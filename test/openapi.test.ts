@@ -52,7 +52,14 @@ describe('GET /openapi.json', () => {
   });
 
   it('routes every documented operation to the route it documents', () => {
-    const router = createRouter(routes.map((r) => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+    const router = createRouter(
+      routes.map((r) => ({
+        method: r.method,
+        pattern: r.pattern,
+        handler: r,
+        ...(r.versioned === undefined ? {} : { versioned: r.versioned }),
+      })),
+    );
     let operations = 0;
     for (const [path, item] of Object.entries(document.paths)) {
       for (const method of Object.keys(item as object).filter((m) => METHODS.includes(m))) {
@@ -69,7 +76,10 @@ describe('GET /openapi.json', () => {
 
   it('documents every query parameter a collection accepts, with its rules', () => {
     const list = document.paths['/v2/orders'].get.parameters.filter((p: { in: string }) => p.in === 'query');
-    assert.deepEqual(list.map((p: { name: string }) => p.name), ['page', 'pageSize', 'sort', 'status', 'customerId', 'minTotal']);
+    assert.deepEqual(
+      list.map((p: { name: string }) => p.name),
+      ['page', 'pageSize', 'sort', 'status', 'customerId', 'minTotal'],
+    );
     assert.deepEqual(list[1].schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
     assert.match('-total,id', new RegExp(list[2].schema.pattern));
     assert.doesNotMatch('price', new RegExp(list[2].schema.pattern));
@@ -93,24 +103,36 @@ describe('GET /openapi.json', () => {
   });
 });
 
-describe('the completeness of the document (SPEC §16)', () => {
+describe('the completeness of the document (contract §16)', () => {
   /** Every operation of the document, OPTIONS included, with its path and method. */
   const operations = () =>
-    Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => // eslint-disable-line @typescript-eslint/no-explicit-any
-      Object.entries(item).map(([method, op]) => ({ where: `${method} ${path}`, path, method, op })));
+    Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(
+      (
+        [path, item], // eslint-disable-line @typescript-eslint/no-explicit-any
+      ) => Object.entries(item).map(([method, op]) => ({ where: `${method} ${path}`, path, method, op })),
+    );
 
   it('gives every operation a description', () => {
-    assert.deepEqual(operations().filter(({ op }) => typeof op.description !== 'string' || op.description.trim() === '').map(({ where }) => where), []);
+    assert.deepEqual(
+      operations()
+        .filter(({ op }) => typeof op.description !== 'string' || op.description.trim() === '')
+        .map(({ where }) => where),
+      [],
+    );
   });
 
   it('refuses, at start-up, a route without a description', () => {
     const route = routes.find((r) => r.pattern === '/products/{id:int}')!;
     const { description: _, ...doc } = route.doc;
-    assert.throws(() => buildOpenApi([{ ...route, doc }]), { name: 'OpenApiError', message: 'GET /products/{id:int}: doc.description is missing (every operation needs one)' });
+    assert.throws(() => buildOpenApi([{ ...route, doc }]), {
+      name: 'OpenApiError',
+      message: 'GET /products/{id:int}: doc.description is missing (every operation needs one)',
+    });
   });
 
   it('describes OPTIONS on every path: public, 204 with Allow, and Accept-Patch where PATCH is', () => {
-    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) { // eslint-disable-line @typescript-eslint/no-explicit-any
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      // eslint-disable-line @typescript-eslint/no-explicit-any
       const options = item.options;
       assert.ok(options, `OPTIONS ${path}`);
       assert.deepEqual(options.security, [], path);
@@ -120,29 +142,48 @@ describe('the completeness of the document (SPEC §16)', () => {
       assert.equal(fields.includes('Accept-Patch'), item.patch !== undefined, path);
     }
     assert.deepEqual(Object.keys(document.paths['/v2/orders/{id}'].options.responses['204'].headers), [
-      'Allow', 'Accept-Patch', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
-      'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age',
+      'Allow',
+      'Accept-Patch',
+      'X-Request-Id',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Vary',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Expose-Headers',
+      'Access-Control-Allow-Methods',
+      'Access-Control-Allow-Headers',
+      'Access-Control-Max-Age',
     ]);
   });
 
   it('lists X-Request-Id, the rate-limit fields and Vary on every response, and the version 1 fields on every version 1 response routed', () => {
     const lacking: string[] = [];
     for (const { where, path, op } of operations()) {
-      for (const [status, response] of Object.entries(op.responses as Record<string, { headers: Record<string, unknown> }>)) {
+      for (const [status, response] of Object.entries(
+        op.responses as Record<string, { headers: Record<string, unknown> }>,
+      )) {
         const expected = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin'];
         // 408 and 413 are refused while the body is read, before the path tells the version.
-        if (path.startsWith('/v1/') && status !== '408' && status !== '413') expected.push('Deprecation', 'Sunset', 'Link');
+        if (path.startsWith('/v1/') && status !== '408' && status !== '413')
+          expected.push('Deprecation', 'Sunset', 'Link');
         for (const name of expected) if (!(name in response.headers)) lacking.push(`${where} ${status} ${name}`);
       }
     }
     assert.deepEqual(lacking, []);
     assert.deepEqual(Object.keys(document.paths['/v1/orders'].post.responses['413'].headers), [
-      'X-Request-Id', 'Cache-Control', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
+      'X-Request-Id',
+      'Cache-Control',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Vary',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Expose-Headers',
     ]);
   });
 
   it('lists Retry-After on 429, 503 and 409 idempotency-key-in-use; WWW-Authenticate on 401 and 403; Idempotent-Replayed where a result is replayed', () => {
-    const fieldsOf = (path: string, method: string, status: string) => Object.keys(document.paths[path][method].responses[status].headers);
+    const fieldsOf = (path: string, method: string, status: string) =>
+      Object.keys(document.paths[path][method].responses[status].headers);
     for (const version of ['/v1', '/v2']) {
       assert.ok(fieldsOf(`${version}/orders`, 'get', '429').includes('Retry-After'));
       assert.ok(fieldsOf(`${version}/orders`, 'get', '503').includes('Retry-After'));
@@ -151,17 +192,37 @@ describe('the completeness of the document (SPEC §16)', () => {
       assert.ok(fieldsOf(`${version}/orders`, 'get', '403').includes('WWW-Authenticate'));
       assert.ok(fieldsOf(`${version}/payments`, 'post', '409').includes('Idempotent-Replayed'));
       assert.ok(fieldsOf(`${version}/payments`, 'post', '422').includes('Idempotent-Replayed'));
-      assert.ok(!fieldsOf(`${version}/orders`, 'post', '409').includes('Idempotent-Replayed'), 'POST /orders has no 409 of its own to replay');
+      assert.ok(
+        !fieldsOf(`${version}/orders`, 'post', '409').includes('Idempotent-Replayed'),
+        'POST /orders has no 409 of its own to replay',
+      );
       assert.ok(fieldsOf(`${version}/orders/{id}`, 'patch', '415').includes('Accept-Patch'));
       assert.ok(!fieldsOf(`${version}/orders/{id}`, 'put', '415').includes('Accept-Patch'));
     }
     assert.deepEqual(fieldsOf('/v2/payments', 'post', '201'), [
-      'Cache-Control', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
-      'ETag', 'Location', 'Idempotent-Replayed',
+      'Cache-Control',
+      'X-Request-Id',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Vary',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Expose-Headers',
+      'ETag',
+      'Location',
+      'Idempotent-Replayed',
     ]);
     assert.deepEqual(fieldsOf('/v1/products/{id}', 'get', '304'), [
-      'ETag', 'Cache-Control', 'X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Vary', 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers',
-      'Deprecation', 'Sunset', 'Link',
+      'ETag',
+      'Cache-Control',
+      'X-Request-Id',
+      'RateLimit',
+      'RateLimit-Policy',
+      'Vary',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Expose-Headers',
+      'Deprecation',
+      'Sunset',
+      'Link',
     ]);
   });
 });
@@ -177,14 +238,25 @@ describe('the contract check', () => {
   });
 
   it('refuses a member the document does not name, a wrong type, a missing member', () => {
-    assert.notDeepEqual(check.check('GET', 'http://x/v1/products/1', json({ ...product, extra: 1 }), JSON.stringify({ ...product, extra: 1 })), []);
+    assert.notDeepEqual(
+      check.check(
+        'GET',
+        'http://x/v1/products/1',
+        json({ ...product, extra: 1 }),
+        JSON.stringify({ ...product, extra: 1 }),
+      ),
+      [],
+    );
     assert.notDeepEqual(check.check('GET', 'http://x/v2/products/1', json(product), JSON.stringify(product)), []);
     const { sku: _, ...missing } = product;
     assert.notDeepEqual(check.check('GET', 'http://x/v1/products/1', json(missing), JSON.stringify(missing)), []);
   });
 
   it('refuses a status or a media type the document does not list', () => {
-    assert.match(check.check('GET', 'http://x/v1/products/1', json(product, 418), JSON.stringify(product))[0] ?? '', /answered 418/);
+    assert.match(
+      check.check('GET', 'http://x/v1/products/1', json(product, 418), JSON.stringify(product))[0] ?? '',
+      /answered 418/,
+    );
     const xml = new Response('<p/>', { headers: { 'content-type': 'text/xml' } });
     assert.match(check.check('GET', 'http://x/v1/products/1', xml, '<p/>')[0] ?? '', /answered text\/xml/);
   });

@@ -1,5 +1,5 @@
 /**
- * The kept order counts (migration 0007) behind `meta.total` (SPEC §2, §4):
+ * The kept order counts (migration 0007) behind `meta.total` (contract §2, §4):
  * after random inserts, status transitions, customer changes, deletes and
  * rolled-back transactions, on one connection and on many at once, the
  * counts in derived.order_counts equal count(*) of the orders, in every
@@ -18,7 +18,9 @@ import { createTestDatabase, REAL_SERVER_URL } from './support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
-const ON_REAL_SERVER = REAL_SERVER_URL ? false : 'needs a real PostgreSQL server: the embedded one has a single connection, so its writers never run at once';
+const ON_REAL_SERVER = REAL_SERVER_URL
+  ? false
+  : 'needs a real PostgreSQL server: the embedded one has a single connection, so its writers never run at once';
 
 let t: TestServer;
 let admin: Account;
@@ -90,16 +92,25 @@ async function change(on: Queryable, rnd: () => number): Promise<void> {
     const n = 1 + Math.floor(rnd() * 3);
     const who = Array.from({ length: n }, customer);
     const what = Array.from({ length: n }, status);
-    await on.unsafe(`INSERT INTO orders (customer_id, status, currency, total) SELECT c, s, 'EUR', 10 FROM unnest($1::bigint[], $2::text[]) AS u (c, s)`, [`{${who.join(',')}}`, `{${what.join(',')}}`]);
+    await on.unsafe(
+      `INSERT INTO orders (customer_id, status, currency, total) SELECT c, s, 'EUR', 10 FROM unnest($1::bigint[], $2::text[]) AS u (c, s)`,
+      [`{${who.join(',')}}`, `{${what.join(',')}}`],
+    );
   } else if (kind < 0.45) {
     await on.unsafe(`UPDATE orders SET status = $1 WHERE id IN ${SOME_ORDERS(1)}`, [status()]);
   } else if (kind < 0.55) {
     await on.unsafe(`UPDATE orders SET customer_id = $1 WHERE id IN ${SOME_ORDERS(1)}`, [customer()]);
   } else if (kind < 0.65) {
-    await on.unsafe(`UPDATE orders SET customer_id = $1, status = $2 WHERE id IN ${SOME_ORDERS(1)}`, [customer(), status()]);
+    await on.unsafe(`UPDATE orders SET customer_id = $1, status = $2 WHERE id IN ${SOME_ORDERS(1)}`, [
+      customer(),
+      status(),
+    ]);
   } else if (kind < 0.72) {
     // Several rows of one group move in one statement.
-    await on.unsafe(`UPDATE orders SET status = $1 WHERE id IN ${SOME_ORDERS(4, 'o.customer_id = $2 AND o.status = $3')}`, [status(), customer(), status()]);
+    await on.unsafe(
+      `UPDATE orders SET status = $1 WHERE id IN ${SOME_ORDERS(4, 'o.customer_id = $2 AND o.status = $3')}`,
+      [status(), customer(), status()],
+    );
   } else if (kind < 0.8) {
     // An update that moves nothing.
     await on.unsafe(`UPDATE orders SET total = total + 1 WHERE id IN ${SOME_ORDERS(1)}`);
@@ -123,12 +134,14 @@ async function randomTransaction(db: Database, rnd: () => number): Promise<Outco
       const changes = 1 + Math.floor(rnd() * 4);
       for (let i = 0; i < changes; i++) {
         if (rnd() < 0.15) {
-          await tx.savepoint(async (sp) => {
-            await change(sp, rnd);
-            throw new Rollback();
-          }).catch((error: unknown) => {
-            if (!(error instanceof Rollback)) throw error;
-          });
+          await tx
+            .savepoint(async (sp) => {
+              await change(sp, rnd);
+              throw new Rollback();
+            })
+            .catch((error: unknown) => {
+              if (!(error instanceof Rollback)) throw error;
+            });
         } else {
           await change(tx, rnd);
         }
@@ -147,7 +160,8 @@ async function randomTransaction(db: Database, rnd: () => number): Promise<Outco
   }
 }
 
-const tally = (outcomes: Outcome[]) => Object.fromEntries(['committed', 'rolled back', 'deadlock'].map((o) => [o, outcomes.filter((x) => x === o).length]));
+const tally = (outcomes: Outcome[]) =>
+  Object.fromEntries(['committed', 'rolled back', 'deadlock'].map((o) => [o, outcomes.filter((x) => x === o).length]));
 
 describe('orderListSql()', () => {
   const cases: [string, number[], string, string | undefined][] = [
@@ -178,11 +192,22 @@ describe('migration 0007', () => {
     const db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1 });
     try {
       const migrations = readMigrations();
-      await migrate(db, migrations.filter((m) => m.version < '0007'));
-      const users = await db.sql<{ id: number }[]>`INSERT INTO users (email, name) VALUES ('a@example.test', 'A'), ('b@example.test', 'B') RETURNING id`;
-      await db.sql.unsafe(`INSERT INTO orders (customer_id, status, currency, total)
-                           SELECT $1::bigint + g % 2, (ARRAY['pending', 'paid', 'shipped'])[1 + g % 3], 'EUR', 1 FROM generate_series(1, 30) AS g`, [users[0]!.id]);
-      await migrate(db, migrations.filter((m) => m.version === '0007'));
+      await migrate(
+        db,
+        migrations.filter((m) => m.version < '0007'),
+      );
+      const users = await db.sql<
+        { id: number }[]
+      >`INSERT INTO users (email, name) VALUES ('a@example.test', 'A'), ('b@example.test', 'B') RETURNING id`;
+      await db.sql.unsafe(
+        `INSERT INTO orders (customer_id, status, currency, total)
+                           SELECT $1::bigint + g % 2, (ARRAY['pending', 'paid', 'shipped'])[1 + g % 3], 'EUR', 1 FROM generate_series(1, 30) AS g`,
+        [users[0]!.id],
+      );
+      await migrate(
+        db,
+        migrations.filter((m) => m.version === '0007'),
+      );
       const counted = await assertExact(db.sql, 'after the fill');
       assert.equal(counted.length, 6 + 3);
     } finally {
@@ -228,11 +253,19 @@ describe('derived.order_counts', () => {
       const http = (async () => {
         for (let i = 0; i < 30; i++) {
           const who = i % 2 === 0 ? alice : bob;
-          const created = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ productId: 1, qty: 1 }] }) });
+          const created = await t.fetch('/v1/orders', {
+            method: 'POST',
+            headers: { ...bearer(who.token), 'content-type': 'application/json' },
+            body: JSON.stringify({ items: [{ productId: 1, qty: 1 }] }),
+          });
           assert.equal(created.status, 201);
           const { id } = (await created.json()) as { id: number };
           if (i % 3 === 0) {
-            const cancelled = await t.fetch(`/v1/orders/${id}`, { method: 'PATCH', headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ status: 'cancelled' }) });
+            const cancelled = await t.fetch(`/v1/orders/${id}`, {
+              method: 'PATCH',
+              headers: { ...bearer(admin.token), 'content-type': 'application/merge-patch+json' },
+              body: JSON.stringify({ status: 'cancelled' }),
+            });
             // The order may already be gone or moved by a writer.
             assert.ok([200, 404, 409].includes(cancelled.status), String(cancelled.status));
           } else if (i % 3 === 1) {
@@ -255,14 +288,17 @@ describe('derived.order_counts', () => {
         await checker;
       }
       const counted = await assertExact(pool.sql, 'at the end');
-      const stripes = await pool.sql<{ n: number }[]>`SELECT count(DISTINCT stripe)::int AS n FROM derived.order_counts`;
+      const stripes = await pool.sql<
+        { n: number }[]
+      >`SELECT count(DISTINCT stripe)::int AS n FROM derived.order_counts`;
       const summary = `${JSON.stringify(tally(outcomes))}, ${snapshots} snapshots checked, ${counted.length} groups, ${stripes[0]!.n} stripes written`;
       test.diagnostic(summary);
       assert.ok(snapshots >= 5 && tally(outcomes).committed! > 300 && tally(outcomes)['rolled back']! > 50, summary);
     });
 
     it('on two connections of one stripe, opposite moves between the same counter rows wait for each other and never deadlock', async (test) => {
-      const stripeOf = async (db: Database) => (await db.sql<{ s: number }[]>`SELECT (pg_backend_pid() % 64)::int AS s`)[0]!.s;
+      const stripeOf = async (db: Database) =>
+        (await db.sql<{ s: number }[]>`SELECT (pg_backend_pid() % 64)::int AS s`)[0]!.s;
       const first = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 1 });
       const target = await stripeOf(first);
       // Backend pids are handed out in turn: some later connection lands on the same stripe.
@@ -276,12 +312,18 @@ describe('derived.order_counts', () => {
       try {
         assert.ok(second, 'no second connection on the same stripe in 400 attempts');
         const customer = bob.id;
-        await first.sql.unsafe(`INSERT INTO orders (customer_id, status, currency, total) SELECT $1, s, 'EUR', 1 FROM unnest(ARRAY['pending', 'paid']) AS s, generate_series(1, 40)`, [customer]);
+        await first.sql.unsafe(
+          `INSERT INTO orders (customer_id, status, currency, total) SELECT $1, s, 'EUR', 1 FROM unnest(ARRAY['pending', 'paid']) AS s, generate_series(1, 40)`,
+          [customer],
+        );
         // Each transaction moves one order and holds its counter rows a while, so the other waits on them.
         const mover = (db: Database, from: string, to: string) => async () => {
           for (let i = 0; i < 40; i++) {
             await db.sql.begin(async (tx) => {
-              await tx.unsafe('UPDATE orders SET status = $1 WHERE id = (SELECT id FROM orders WHERE customer_id = $2 AND status = $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)', [to, customer, from]);
+              await tx.unsafe(
+                'UPDATE orders SET status = $1 WHERE id = (SELECT id FROM orders WHERE customer_id = $2 AND status = $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)',
+                [to, customer, from],
+              );
               await tx.unsafe('SELECT pg_sleep(0.002)');
             });
           }
@@ -304,42 +346,75 @@ describe('meta.total', () => {
     return (await response.json()) as { data: { id: number }[]; meta: { total: number; pageCount: number } };
   };
   const count = async (where: string, params: (string | number)[]) =>
-    (await t.server.db.sql.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM orders WHERE ${where}`, params))[0]!.n;
+    (await t.server.db.sql.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM orders WHERE ${where}`, params))[0]!
+      .n;
 
   before(async () => {
     // Orders of every kind through the service too, so the totals are not all one status.
-    for (const [who, status] of [[alice, 'pending'], [alice, 'cancelled'], [bob, 'pending'], [bob, 'cancelled']] as const) {
-      const created = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(who.token), 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ productId: 2, qty: 3 }] }) });
+    for (const [who, status] of [
+      [alice, 'pending'],
+      [alice, 'cancelled'],
+      [bob, 'pending'],
+      [bob, 'cancelled'],
+    ] as const) {
+      const created = await t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(who.token), 'content-type': 'application/json' },
+        body: JSON.stringify({ items: [{ productId: 2, qty: 3 }] }),
+      });
       const { id } = (await created.json()) as { id: number };
       if (status !== 'pending') {
-        await t.fetch(`/v1/orders/${id}`, { method: 'PATCH', headers: { ...bearer(who.token), 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ status }) });
+        await t.fetch(`/v1/orders/${id}`, {
+          method: 'PATCH',
+          headers: { ...bearer(who.token), 'content-type': 'application/merge-patch+json' },
+          body: JSON.stringify({ status }),
+        });
       }
     }
   });
 
   it('is exact for every status', async () => {
     for (const status of STATUSES) {
-      assert.equal((await get(`/v1/orders?status=${status}`, admin)).meta.total, await count('status = $1', [status]), status);
+      assert.equal(
+        (await get(`/v1/orders?status=${status}`, admin)).meta.total,
+        await count('status = $1', [status]),
+        status,
+      );
     }
   });
 
   it('is exact for all orders, a customerId, and a customerId with a status', async () => {
     assert.equal((await get('/v1/orders', admin)).meta.total, await count('TRUE', []));
     for (const customer of customers) {
-      assert.equal((await get(`/v1/orders?customerId=${customer}`, admin)).meta.total, await count('customer_id = $1', [customer]));
+      assert.equal(
+        (await get(`/v1/orders?customerId=${customer}`, admin)).meta.total,
+        await count('customer_id = $1', [customer]),
+      );
       for (const status of STATUSES) {
-        assert.equal((await get(`/v1/orders?customerId=${customer}&status=${status}&sort=-createdAt`, admin)).meta.total, await count('customer_id = $1 AND status = $2', [customer, status]));
+        assert.equal(
+          (await get(`/v1/orders?customerId=${customer}&status=${status}&sort=-createdAt`, admin)).meta.total,
+          await count('customer_id = $1 AND status = $2', [customer, status]),
+        );
       }
     }
   });
 
   it("is exact for a customer's own list, with a status, and is 0 for another customer's id", async () => {
     assert.equal((await get('/v1/orders', alice)).meta.total, await count('customer_id = $1', [alice.id]));
-    assert.equal((await get('/v1/orders?status=pending', alice)).meta.total, await count('customer_id = $1 AND status = $2', [alice.id, 'pending']));
-    assert.equal((await get(`/v1/orders?customerId=${alice.id}`, alice)).meta.total, await count('customer_id = $1', [alice.id]));
+    assert.equal(
+      (await get('/v1/orders?status=pending', alice)).meta.total,
+      await count('customer_id = $1 AND status = $2', [alice.id, 'pending']),
+    );
+    assert.equal(
+      (await get(`/v1/orders?customerId=${alice.id}`, alice)).meta.total,
+      await count('customer_id = $1', [alice.id]),
+    );
     const other = await get(`/v1/orders?customerId=${bob.id}`, alice);
     assert.deepEqual([other.data, other.meta.total], [[], 0]);
-    assert.equal((await get(`/v1/users/${bob.id}/orders?status=cancelled`, bob)).meta.total, await count('customer_id = $1 AND status = $2', [bob.id, 'cancelled']));
+    assert.equal(
+      (await get(`/v1/users/${bob.id}/orders?status=cancelled`, bob)).meta.total,
+      await count('customer_id = $1 AND status = $2', [bob.id, 'cancelled']),
+    );
   });
 
   it('is exact on a page past the last, which has no row to carry it', async () => {
@@ -352,15 +427,29 @@ describe('meta.total', () => {
 
   it('is counted, and exact, with minTotal', async () => {
     assert.equal((await get('/v1/orders?minTotal=10', admin)).meta.total, await count('total >= 10', []));
-    assert.equal((await get('/v1/orders?minTotal=10.5&status=pending', admin)).meta.total, await count('total >= 10.5 AND status = $1', ['pending']));
-    assert.equal((await get(`/v1/orders?minTotal=0&customerId=${alice.id}`, alice)).meta.total, await count('customer_id = $1', [alice.id]));
+    assert.equal(
+      (await get('/v1/orders?minTotal=10.5&status=pending', admin)).meta.total,
+      await count('total >= 10.5 AND status = $1', ['pending']),
+    );
+    assert.equal(
+      (await get(`/v1/orders?minTotal=0&customerId=${alice.id}`, alice)).meta.total,
+      await count('customer_id = $1', [alice.id]),
+    );
   });
 
   it('follows a change made through the API at once', async () => {
     const before = (await get('/v1/orders?status=cancelled', admin)).meta.total;
-    const created = await t.fetch('/v1/orders', { method: 'POST', headers: { ...bearer(alice.token), 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ productId: 1, qty: 1 }] }) });
+    const created = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+      body: JSON.stringify({ items: [{ productId: 1, qty: 1 }] }),
+    });
     const { id } = (await created.json()) as { id: number };
-    const patched = await t.fetch(`/v1/orders/${id}`, { method: 'PATCH', headers: { ...bearer(alice.token), 'content-type': 'application/merge-patch+json' }, body: JSON.stringify({ status: 'cancelled' }) });
+    const patched = await t.fetch(`/v1/orders/${id}`, {
+      method: 'PATCH',
+      headers: { ...bearer(alice.token), 'content-type': 'application/merge-patch+json' },
+      body: JSON.stringify({ status: 'cancelled' }),
+    });
     assert.equal(patched.status, 200);
     assert.equal((await get('/v1/orders?status=cancelled', admin)).meta.total, before + 1);
     assert.equal((await t.fetch(`/v1/orders/${id}`, { method: 'DELETE', headers: bearer(admin.token) })).status, 204);
@@ -369,13 +458,15 @@ describe('meta.total', () => {
 
   it('is read from the kept counts, not counted, when only status and customer filter', async () => {
     // Skew the kept count on purpose: the lists that read it show the skew, the counted one does not.
-    await t.server.db.sql`UPDATE derived.order_counts SET n = n + 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
+    await t.server.db
+      .sql`UPDATE derived.order_counts SET n = n + 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
     try {
       const paid = await count('status = $1', ['paid']);
       assert.equal((await get('/v1/orders?status=paid', admin)).meta.total, paid + 1000);
       assert.equal((await get('/v1/orders?status=paid&minTotal=0', admin)).meta.total, paid);
     } finally {
-      await t.server.db.sql`UPDATE derived.order_counts SET n = n - 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
+      await t.server.db
+        .sql`UPDATE derived.order_counts SET n = n - 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
     }
     await assertExact(t.server.db.sql, 'after the skew was undone');
   });
@@ -388,6 +479,10 @@ describe('TRUNCATE orders', () => {
     assert.deepEqual(await keptAndCounted(db.sql), { kept: [], counted: [] });
     assert.equal((await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM derived.order_counts`)[0]!.n, 0);
     await db.sql`INSERT INTO orders (customer_id, status, currency, total) VALUES (${alice.id}, 'paid', 'EUR', 5), (${bob.id}, 'paid', 'EUR', 5)`;
-    assert.deepEqual(await assertExact(db.sql, 'after TRUNCATE and INSERT'), [[0, 'paid', 2], [alice.id, 'paid', 1], [bob.id, 'paid', 1]]);
+    assert.deepEqual(await assertExact(db.sql, 'after TRUNCATE and INSERT'), [
+      [0, 'paid', 2],
+      [alice.id, 'paid', 1],
+      [bob.id, 'paid', 1],
+    ]);
   });
 });

@@ -61,13 +61,30 @@ async function post(account: Account, key: string, body: unknown): Promise<Respo
 describe('a keyed POST /orders', () => {
   before(async () => {
     // Each caller's token is cached by its first request.
-    for (const account of [admin, alice]) assert.equal((await t.fetch('/v1/orders', { headers: bearer(account.token) })).status, 200);
+    for (const account of [admin, alice])
+      assert.equal((await t.fetch('/v1/orders', { headers: bearer(account.token) })).status, 200);
   });
 
   it('runs 7 statements when it creates an order: the key claimed in one, the order with its items in one, the order read back with its event in one', async () => {
-    const expected = ['begin', 'ClaimIdempotencyKey', 'savepoint "s0"', 'CreateOrder', 'RecordOrderCreated', 'StoreIdempotencyKey', 'commit'];
+    const expected = [
+      'begin',
+      'ClaimIdempotencyKey',
+      'savepoint "s0"',
+      'CreateOrder',
+      'RecordOrderCreated',
+      'StoreIdempotencyKey',
+      'commit',
+    ];
     for (const [account, body] of [
-      [alice, { items: [{ productId: 1, qty: 2 }, { productId: 2, qty: 1 }] }],
+      [
+        alice,
+        {
+          items: [
+            { productId: 1, qty: 2 },
+            { productId: 2, qty: 1 },
+          ],
+        },
+      ],
       [admin, { customerId: alice.id, items: [{ productId: 1, qty: 1 }] }],
     ] as const) {
       let status = 0;
@@ -94,23 +111,47 @@ describe('a keyed POST /orders', () => {
   it('runs 7 statements when a rule refuses it, writing nothing but the stored refusal', async () => {
     let response: Response | undefined;
     const statements = await statementsOf(async () => {
-      response = await post(alice, 'count-refused', { items: [{ productId: 1, qty: 1 }, { productId: 999999, qty: 1 }] });
+      response = await post(alice, 'count-refused', {
+        items: [
+          { productId: 1, qty: 1 },
+          { productId: 999999, qty: 1 },
+        ],
+      });
     });
     assert.equal(response?.status, 422);
-    assert.deepEqual(statements, ['begin', 'ClaimIdempotencyKey', 'savepoint "s0"', 'CreateOrder', 'rollback to "s0"', 'StoreIdempotencyKey', 'commit']);
+    assert.deepEqual(statements, [
+      'begin',
+      'ClaimIdempotencyKey',
+      'savepoint "s0"',
+      'CreateOrder',
+      'rollback to "s0"',
+      'StoreIdempotencyKey',
+      'commit',
+    ]);
   });
 });
 
 describe('the order.created event written with the order read back', () => {
-  it('carries the order\'s v2 representation, exactly as GET /v2/orders/{id} shows it', async () => {
+  it("carries the order's v2 representation, exactly as GET /v2/orders/{id} shows it", async () => {
     for (const [key, body] of [
       ['event-one', { items: [{ productId: 1, qty: 2 }] }],
-      ['event-three', { items: [{ productId: 3, qty: 1 }, { productId: 1, qty: 7 }, { productId: 2, qty: 1000 }] }],
+      [
+        'event-three',
+        {
+          items: [
+            { productId: 3, qty: 1 },
+            { productId: 1, qty: 7 },
+            { productId: 2, qty: 1000 },
+          ],
+        },
+      ],
     ] as const) {
       const created = await post(alice, key, body);
       assert.equal(created.status, 201);
       const id = Number(created.headers.get('location')?.split('/').pop());
-      const order = await (await t.fetch(`/v2/orders/${id}`, { headers: { ...bearer(alice.token), accept: 'application/json' } })).json();
+      const order = await (
+        await t.fetch(`/v2/orders/${id}`, { headers: { ...bearer(alice.token), accept: 'application/json' } })
+      ).json();
       const [event] = await t.server.db.sql<{ data: unknown; customer_id: number }[]>`
         SELECT data, customer_id FROM events WHERE type = 'order.created' AND (data ->> 'id')::bigint = ${id}`;
       assert.deepEqual(event, { data: order, customer_id: alice.id });
@@ -122,16 +163,25 @@ describe('the refusals decided by CreateOrder', () => {
   const orders = async () => (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders`)[0]!.n;
 
   it('a total past numeric(12,2): 422 at /items, nothing written, the refusal stored and replayed', async () => {
-    const [dear] = await t.server.db.sql<{ id: number }[]>`INSERT INTO products (sku, name, price, currency) VALUES ('DEAR-1', 'Dear', 9999999.99, 'EUR') RETURNING id`;
+    const [dear] = await t.server.db.sql<
+      { id: number }[]
+    >`INSERT INTO products (sku, name, price, currency) VALUES ('DEAR-1', 'Dear', 9999999.99, 'EUR') RETURNING id`;
     const before = await orders();
-    const body = { items: [{ productId: dear!.id, qty: 1000 }, { productId: 1, qty: 1 }] };
+    const body = {
+      items: [
+        { productId: dear!.id, qty: 1000 },
+        { productId: 1, qty: 1 },
+      ],
+    };
     const refused = await post(alice, 'too-dear', body);
     assert.equal(refused.status, 422);
     const replayed = await post(alice, 'too-dear', body);
     assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
     const text = await replayed.text();
     assert.equal(text, await refused.text());
-    assert.deepEqual(JSON.parse(text).errors, [{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
+    assert.deepEqual(JSON.parse(text).errors, [
+      { pointer: '/items', detail: 'make the order total exceed 9999999999.99' },
+    ]);
     assert.equal(await orders(), before);
     // Just under the bound, it is an order.
     assert.equal((await post(alice, 'dear-enough', { items: [{ productId: dear!.id, qty: 1000 }] })).status, 201);
@@ -139,7 +189,11 @@ describe('the refusals decided by CreateOrder', () => {
 
   it('an unknown customer is named alone, before the items; then every item at fault, in order', async () => {
     const before = await orders();
-    const items = [{ productId: 999999, qty: 1 }, { productId: 1, qty: 1 }, { productId: 999998, qty: 1 }];
+    const items = [
+      { productId: 999999, qty: 1 },
+      { productId: 1, qty: 1 },
+      { productId: 999998, qty: 1 },
+    ];
     const response = await t.fetch('/v1/orders', {
       method: 'POST',
       headers: { ...bearer(admin.token), 'content-type': 'application/json', 'idempotency-key': 'unknown-customer' },

@@ -1,4 +1,4 @@
-/** The entity tag of an order (src/orders/etag.ts, SPEC §9). */
+/** The entity tag of an order (src/orders/etag.ts, contract §9). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ORDER_FORMAT, orderTag } from '../src/orders/etag.ts';
@@ -34,9 +34,17 @@ describe('ORDER_FORMAT', () => {
   // the expected format and text here.
   it('stands for exactly this output of orderRepresentation', () => {
     const row: OrderRow = {
-      id: 7, customer_id: 3, status: 'pending', currency: 'EUR', total: '49.90',
-      created_at: new Date('2026-11-22T06:43:00.123Z'), updated_at: new Date('2026-11-22T06:44:00.456Z'),
-      items: [{ id: 11, orderId: 7, productId: 1, qty: 2, unitPrice: '12.50' }, { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' }],
+      id: 7,
+      customer_id: 3,
+      status: 'pending',
+      currency: 'EUR',
+      total: '49.90',
+      created_at: new Date('2026-11-22T06:43:00.123Z'),
+      updated_at: new Date('2026-11-22T06:44:00.456Z'),
+      items: [
+        { id: 11, orderId: 7, productId: 1, qty: 2, unitPrice: '12.50' },
+        { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' },
+      ],
     };
     assert.equal(ORDER_FORMAT, 1);
     assert.equal(

@@ -24,7 +24,12 @@ after(async () => {
 });
 
 /** Creates an order of alice's directly in SQL, with the given items' prices, total and times. */
-async function insertOrder(prices: readonly string[], createdAt: string, updatedAt: string, status = 'pending'): Promise<number> {
+async function insertOrder(
+  prices: readonly string[],
+  createdAt: string,
+  updatedAt: string,
+  status = 'pending',
+): Promise<number> {
   const sql = t.server.db.sql;
   const total = prices.reduce((sum, p, i) => sum + Math.round(Number(p) * 100) * (i + 1), 0) / 100;
   const [order] = await sql<{ id: number }[]>`
@@ -51,8 +56,18 @@ const ORDERS: [string, string[], string, string][] = [
   ['no item', [], '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00'],
   ['one item with cents', ['59.90'], '2026-03-04 05:06:07.123456+00', '2026-03-04 05:06:07.999999+00'],
   ['whole amounts and zero', ['10.00', '0.00', '100.00'], '2026-12-31 23:59:59.9995+00', '2027-01-01 00:00:00.0005+00'],
-  ['a one-cent price and the largest total', ['0.01', '999999.99'], '1999-07-08 09:10:11.5+02', '2030-02-03 04:05:06.000001-05'],
-  ['many items', Array.from({ length: 12 }, (_, i) => `${i + 1}.${String(i * 7).padStart(2, '0')}`), '2026-06-15 12:00:00.100+00', '2026-06-15 12:00:00.100+00'],
+  [
+    'a one-cent price and the largest total',
+    ['0.01', '999999.99'],
+    '1999-07-08 09:10:11.5+02',
+    '2030-02-03 04:05:06.000001-05',
+  ],
+  [
+    'many items',
+    Array.from({ length: 12 }, (_, i) => `${i + 1}.${String(i * 7).padStart(2, '0')}`),
+    '2026-06-15 12:00:00.100+00',
+    '2026-06-15 12:00:00.100+00',
+  ],
 ];
 
 describe('GetOrderJson', () => {

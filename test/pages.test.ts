@@ -1,5 +1,5 @@
 /**
- * The pages outside the API proper (SPEC §16): the index at `/` and the API
+ * The pages outside the API proper (contract §16): the index at `/` and the API
  * reference at `/docs` with its files, over HTTP; and `/docs` served by the
  * single executable, which has no node_modules. (The page in a browser:
  * test/browser-docs.test.ts; the problem pages: test/problem-pages.test.ts.)
@@ -27,7 +27,8 @@ after(async () => {
 
 // Not t.fetch: its contract check validates bodies as JSON against the
 // OpenAPI document, which can name no media type but JSON for a route yet.
-const get = (path: string, headers: Record<string, string> = {}, method = 'GET') => fetch(`${t.url}${path}`, { method, headers });
+const get = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
+  fetch(`${t.url}${path}`, { method, headers });
 
 /** GET of `path` exactly as written (fetch would resolve `/.` to `/`): status and problem type. */
 function rawGet(path: string): Promise<{ status: number; type: unknown }> {
@@ -36,7 +37,9 @@ function rawGet(path: string): Promise<{ status: number; type: unknown }> {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: (JSON.parse(text) as { type?: unknown }).type }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, type: (JSON.parse(text) as { type?: unknown }).type }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -68,9 +71,17 @@ describe('GET /', () => {
     assert.deepEqual(await response.json(), {
       name: 'Orders service',
       links: {
-        docs: { href: '/docs', type: 'text/html', title: 'Interactive API reference, rendered from the OpenAPI document' },
+        docs: {
+          href: '/docs',
+          type: 'text/html',
+          title: 'Interactive API reference, rendered from the OpenAPI document',
+        },
         openapi: { href: '/openapi.json', type: 'application/json', title: 'The OpenAPI 3.1 document of the API' },
-        products: { href: '/v2/products', type: 'application/json', title: 'The product catalog, version 2 (no token needed)' },
+        products: {
+          href: '/v2/products',
+          type: 'application/json',
+          title: 'The product catalog, version 2 (no token needed)',
+        },
         health: { href: '/healthz', type: 'application/json', title: 'Liveness: 200 while the process runs' },
       },
     });
@@ -125,8 +136,10 @@ describe('GET /docs', () => {
     const response = await get('/docs');
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'text/html; charset=utf-8');
-    assert.equal(response.headers.get('content-security-policy'),
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    assert.equal(
+      response.headers.get('content-security-policy'),
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
     assert.equal(response.headers.get('content-security-policy'), DOCS_CSP);
     assert.equal(response.headers.get('cache-control'), 'public, max-age=60');
     assert.match(response.headers.get('etag') ?? '', STRONG_TAG);
@@ -136,7 +149,10 @@ describe('GET /docs', () => {
     assert.ok(html.includes('<link rel="stylesheet" href="/docs/swagger-ui.css">'));
     assert.ok(html.includes('<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">'));
     // Both scripts are files of this service; none is inline.
-    assert.deepEqual([...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]), ['<script src="/docs/swagger-ui-bundle.js">', '<script src="/docs/init.js">']);
+    assert.deepEqual(
+      [...html.matchAll(/<script[^>]*>/g)].map((m) => m[0]),
+      ['<script src="/docs/swagger-ui-bundle.js">', '<script src="/docs/init.js">'],
+    );
     assert.ok(!/https?:\/\//.test(html), 'the page names no other host');
   });
 
@@ -191,13 +207,27 @@ describe('GET /docs/{file}', () => {
   it('answers HEAD with the length and no body', async () => {
     const head = await get('/docs/swagger-ui-bundle.js', {}, 'HEAD');
     assert.equal(head.status, 200);
-    assert.equal(head.headers.get('content-length'), String(readFileSync(join(PACKAGE, 'swagger-ui-bundle.js')).byteLength));
+    assert.equal(
+      head.headers.get('content-length'),
+      String(readFileSync(join(PACKAGE, 'swagger-ui-bundle.js')).byteLength),
+    );
     assert.equal(await head.text(), '');
   });
 
   // Only the listed files: nothing else of the package, nor of the disk.
-  for (const path of ['/docs/index.html', '/docs/swagger-ui.css.map', '/docs/package.json', '/docs/swagger-initializer.js', '/docs/oauth2-redirect.html',
-    '/docs/SWAGGER-UI.CSS', '/docs/..', '/docs/../openapi.json', '/docs/%2e%2e%2fpackage.json', '/docs/swagger-ui.css/x', '/v1/docs/init.js']) {
+  for (const path of [
+    '/docs/index.html',
+    '/docs/swagger-ui.css.map',
+    '/docs/package.json',
+    '/docs/swagger-initializer.js',
+    '/docs/oauth2-redirect.html',
+    '/docs/SWAGGER-UI.CSS',
+    '/docs/..',
+    '/docs/../openapi.json',
+    '/docs/%2e%2e%2fpackage.json',
+    '/docs/swagger-ui.css/x',
+    '/v1/docs/init.js',
+  ]) {
     it(`answers 404 for ${path}`, async () => {
       assert.deepEqual(await rawGet(path), { status: 404, type: '/problems/not-found' });
     });
@@ -206,7 +236,15 @@ describe('GET /docs/{file}', () => {
 
 describe('the OpenAPI document', () => {
   it('documents /, /docs, /docs/{file} and /problems/{slug}, each with a summary and a description, public', async () => {
-    const document = (await (await get('/openapi.json')).json()) as { paths: Record<string, Record<string, { summary?: string; description?: string; security?: unknown[]; responses: Record<string, unknown> }>> };
+    const document = (await (await get('/openapi.json')).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          { summary?: string; description?: string; security?: unknown[]; responses: Record<string, unknown> }
+        >
+      >;
+    };
     for (const path of ['/', '/docs', '/docs/{file}', '/problems/{slug}']) {
       for (const method of ['get', 'head']) {
         const operation = document.paths[path]?.[method];
@@ -225,14 +263,19 @@ describe('the OpenAPI document', () => {
 
 const EXECUTABLE = process.env.ORDERS_EXECUTABLE ?? new URL('../dist/orders', import.meta.url).pathname;
 
-describe('the single executable', { skip: existsSync(EXECUTABLE) ? false : `${EXECUTABLE} is missing: make build makes it (make test runs make build)` }, () => {
+describe('the single executable', {
+  skip: existsSync(EXECUTABLE) ? false : `${EXECUTABLE} is missing: make build makes it (make test runs make build)`,
+}, () => {
   it('serves /docs and its files from its own assets, copied alone into an empty folder, with no node and no node_modules', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'orders-docs-'));
     const emptyBin = mkdtempSync(join(tmpdir(), 'orders-docs-bin-'));
     const program = join(folder, 'orders');
     copyFileSync(EXECUTABLE, program);
     chmodSync(program, 0o755);
-    const child = spawn(program, [], { cwd: folder, env: { PATH: emptyBin, HOME: folder, PORT: '0', DATABASE_URL: 'memory:', LOG_LEVEL: 'warn' } });
+    const child = spawn(program, [], {
+      cwd: folder,
+      env: { PATH: emptyBin, HOME: folder, PORT: '0', DATABASE_URL: 'memory:', LOG_LEVEL: 'warn' },
+    });
     try {
       child.stdout.resume();
       let stderr = '';

@@ -61,18 +61,24 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
         // The connection is gone: this must fail, not run elsewhere or resolve empty.
         return tx`SELECT 42 AS answer`;
       });
-      const outcome = transaction.then(() => 'committed', (error: { code?: string }) => error.code);
+      const outcome = transaction.then(
+        () => 'committed',
+        (error: { code?: string }) => error.code,
+      );
       await inside.promise;
       // Another query waits for the pool's only connection, so the pool
       // reconnects it at once for that query when it closes.
       const queued = sql`SELECT 2 AS two`;
-      const queuedOutcome = queued.then((rows) => rows[0]?.two, (error: { code?: string }) => error.code);
+      const queuedOutcome = queued.then(
+        (rows) => rows[0]?.two,
+        (error: { code?: string }) => error.code,
+      );
       await proxy.down();
       await proxy.up();
       resume.fire();
       assert.equal(await outcome, 'CONNECTION_CLOSED');
       // The queued query runs on the new session (or fails cleanly with the cut).
-      assert.ok([2, 'CONNECTION_CLOSED', 'ECONNRESET'].includes(await queuedOutcome as number | string));
+      assert.ok([2, 'CONNECTION_CLOSED', 'ECONNRESET'].includes((await queuedOutcome) as number | string));
       assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
     } finally {
       await sql.end({ timeout: 1 });
@@ -89,7 +95,10 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
         // Two at once: the second waits in the transaction's own queue.
         return Promise.all([tx`SELECT pg_sleep(0.5)`, tx`SELECT 2`]);
       });
-      const outcome = transaction.then(() => 'committed', (error: { code?: string }) => error.code);
+      const outcome = transaction.then(
+        () => 'committed',
+        (error: { code?: string }) => error.code,
+      );
       await inside.promise;
       await proxy.down();
       await proxy.up();
@@ -101,7 +110,9 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
   });
 
   /** A pool of one connection through the proxy whose sockets the test can reach; `onWrite` may take a write over. */
-  function pool(options: { stall_timeout?: number; onWrite?: (socket: Socket, index: number, chunk: Buffer) => boolean } = {}) {
+  function pool(
+    options: { stall_timeout?: number; onWrite?: (socket: Socket, index: number, chunk: Buffer) => boolean } = {},
+  ) {
     const sockets: Socket[] = [];
     const sql = postgres(url, {
       max: 1,
@@ -113,7 +124,8 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
         const socket = connect(proxy.port, '127.0.0.1');
         const index = sockets.push(socket) - 1;
         const write = socket.write.bind(socket) as (chunk: Buffer, ...rest: unknown[]) => boolean;
-        socket.write = ((chunk: Buffer, ...rest: unknown[]) => (options.onWrite?.(socket, index, Buffer.from(chunk)) ? true : write(chunk, ...rest))) as typeof socket.write;
+        socket.write = ((chunk: Buffer, ...rest: unknown[]) =>
+          options.onWrite?.(socket, index, Buffer.from(chunk)) ? true : write(chunk, ...rest)) as typeof socket.write;
         return socket;
       },
     } as postgres.Options<Record<string, never>>);
@@ -125,7 +137,10 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     try {
       assert.deepEqual([...(await sql`SELECT 1 AS one`)], [{ one: 1 }]);
       const query = sql`SELECT 2 AS two`;
-      const lost = query.execute().then(() => 'ran', (error: { code?: string }) => error.code);
+      const lost = query.execute().then(
+        () => 'ran',
+        (error: { code?: string }) => error.code,
+      );
       // The driver has written the query; its bytes wait for the next check phase.
       for (let i = 0; i < 100 && !(query as unknown as { state?: unknown }).state; i++) await null;
       assert.ok((query as unknown as { state?: unknown }).state, 'the query was handed to the connection');
@@ -145,7 +160,12 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
 
   /** The FATAL error a server sends when it shuts down (SQLSTATE 57P01). */
   function shutdownMessage(): Buffer {
-    const fields = [['S', 'FATAL'], ['V', 'FATAL'], ['C', '57P01'], ['M', 'terminating connection due to administrator command']];
+    const fields = [
+      ['S', 'FATAL'],
+      ['V', 'FATAL'],
+      ['C', '57P01'],
+      ['M', 'terminating connection due to administrator command'],
+    ];
     const body = Buffer.concat([...fields.map(([k, v]) => Buffer.from(`${k}${v}\0`)), Buffer.from('\0')]);
     const head = Buffer.alloc(5);
     head.write('E');
@@ -154,11 +174,19 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
   }
 
   for (const [fault, cut] of [
-    ['a reset', (socket: Socket) => setImmediate(() => socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })))],
-    ['the server shutting down', (socket: Socket) => setImmediate(() => {
-      socket.emit('data', shutdownMessage());
-      socket.destroy();
-    })],
+    [
+      'a reset',
+      (socket: Socket) =>
+        setImmediate(() => socket.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))),
+    ],
+    [
+      'the server shutting down',
+      (socket: Socket) =>
+        setImmediate(() => {
+          socket.emit('data', shutdownMessage());
+          socket.destroy();
+        }),
+    ],
   ] as const) {
     it(`${fault} while a new connection loads its array types leaves the process running, and the next query runs`, async () => {
       const { sql } = pool({
@@ -169,9 +197,16 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
         },
       });
       try {
-        const first = await sql`SELECT 1 AS one`.then((rows) => [...rows], (error: { code?: string }) => error.code);
+        const first = await sql`SELECT 1 AS one`.then(
+          (rows) => [...rows],
+          (error: { code?: string }) => error.code,
+        );
         // It fails with the cut, or the driver reconnects for it and it runs; never an unhandled rejection.
-        assert.ok(['ECONNRESET', '57P01', 'CONNECTION_CLOSED'].includes(first as string) || JSON.stringify(first) === '[{"one":1}]', `the first query: ${JSON.stringify(first)}`);
+        assert.ok(
+          ['ECONNRESET', '57P01', 'CONNECTION_CLOSED'].includes(first as string) ||
+            JSON.stringify(first) === '[{"one":1}]',
+          `the first query: ${JSON.stringify(first)}`,
+        );
         assert.deepEqual([...(await sql`SELECT 2 AS two`)], [{ two: 2 }]);
       } finally {
         await sql.end({ timeout: 1 });
@@ -187,7 +222,13 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
       const closed = once(sockets.at(-1)!, 'close');
       sockets.at(-1)!.destroy();
       await closed;
-      assert.equal(await reserved`SELECT 2`.then(() => 'ran', (error: { code?: string }) => error.code), 'CONNECTION_CLOSED');
+      assert.equal(
+        await reserved`SELECT 2`.then(
+          () => 'ran',
+          (error: { code?: string }) => error.code,
+        ),
+        'CONNECTION_CLOSED',
+      );
       reserved.release();
       assert.deepEqual([...(await sql`SELECT 3 AS three`)], [{ three: 3 }]);
       assert.deepEqual([...(await sql`SELECT 4 AS four`)], [{ four: 4 }]);
@@ -202,7 +243,10 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
       assert.deepEqual([...(await sql`SELECT 1 AS one`)], [{ one: 1 }]);
       proxy.blackhole();
       const started = performance.now();
-      const first = sql`SELECT 2`.then(() => 'ran', (error: { code?: string }) => error.code);
+      const first = sql`SELECT 2`.then(
+        () => 'ran',
+        (error: { code?: string }) => error.code,
+      );
       // Writes keep coming on that connection: they must not postpone the verdict.
       const more: Promise<unknown>[] = [];
       const sender = setInterval(() => more.push(sql`SELECT 3`.catch(() => {})), 100);
@@ -234,7 +278,14 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
 describe('the pool queue (fix 6)', () => {
   it('searches only live slots: a queue rotated once per query for 100,000 queries stays small', async () => {
     // @ts-expect-error -- the driver's internal module has no type declarations
-    const { default: Queue } = (await import('../node_modules/postgres/src/queue.js')) as { default: (initial?: unknown[]) => { push(x: unknown): unknown; shift(): unknown; remove(x: unknown): unknown; length: number } };
+    const { default: Queue } = (await import('../node_modules/postgres/src/queue.js')) as {
+      default: (initial?: unknown[]) => {
+        push(x: unknown): unknown;
+        shift(): unknown;
+        remove(x: unknown): unknown;
+        length: number;
+      };
+    };
     const busy = Queue();
     const connections = Array.from({ length: 10 }, (_, id) => ({ id }));
     for (const c of connections) busy.push(c);
@@ -255,10 +306,16 @@ describe('the pool queue (fix 6)', () => {
       Array.prototype.indexOf = indexOf;
     }
     assert.equal(busy.length, 9);
-    assert.ok(scanned.length === 2 && scanned.every((n) => n <= 10), `remove() scanned ${scanned.join(', ')} slots (the driver unpatched: 100,010)`);
+    assert.ok(
+      scanned.length === 2 && scanned.every((n) => n <= 10),
+      `remove() scanned ${scanned.join(', ')} slots (the driver unpatched: 100,010)`,
+    );
     // And the queue still hands out every live connection once, in order.
     const order = Array.from({ length: 9 }, () => busy.shift());
-    assert.deepEqual(order.map((c) => (c as { id: number }).id).sort((a, b) => a - b), [0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    assert.deepEqual(
+      order.map((c) => (c as { id: number }).id).sort((a, b) => a - b),
+      [0, 1, 2, 4, 5, 6, 7, 8, 9],
+    );
     assert.equal(busy.length, 0);
   });
 });
@@ -269,10 +326,17 @@ describe('the prepared statement cache key (fix 7)', () => {
     try {
       const text = 'SELECT $1::text AS v, count(*)::int AS n FROM pg_prepared_statements WHERE statement = $2';
       const runs: { v: string; n: number }[] = [];
-      for (let i = 0; i < 3; i++) runs.push(...(await sql.unsafe<{ v: string; n: number }[]>(text, [`run ${i}`, text], { prepare: true })));
-      assert.deepEqual(runs.map((r) => r.v), ['run 0', 'run 1', 'run 2']);
+      for (let i = 0; i < 3; i++)
+        runs.push(...(await sql.unsafe<{ v: string; n: number }[]>(text, [`run ${i}`, text], { prepare: true })));
+      assert.deepEqual(
+        runs.map((r) => r.v),
+        ['run 0', 'run 1', 'run 2'],
+      );
       // Prepared on the first run, then reused: one statement on the server.
-      assert.deepEqual(runs.map((r) => r.n), [1, 1, 1]);
+      assert.deepEqual(
+        runs.map((r) => r.n),
+        [1, 1, 1],
+      );
       // The same text with parameters of another type is another statement.
       const [other] = await sql.unsafe<{ v: string; n: number }[]>(text, [sql.typed(1, 23), text], { prepare: true });
       assert.equal(other!.v, '1');

@@ -1,5 +1,5 @@
 /**
- * GET /problems/<slug> (SPEC §5, §16): a page for every problem type, in
+ * GET /problems/<slug> (contract §5, §16): a page for every problem type, in
  * HTML, Markdown and JSON by `Accept`; and no drift between the types the
  * code can emit and the pages: every slug raised in src/ has a text whose
  * statuses include the one it is raised with.
@@ -23,14 +23,17 @@ after(async () => {
 
 // Not t.fetch: its contract check validates bodies as JSON against the
 // OpenAPI document, which can name no media type but JSON for a route yet.
-const get = (path: string, headers: Record<string, string> = {}, method = 'GET') => fetch(`${t.url}${path}`, { method, headers });
+const get = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
+  fetch(`${t.url}${path}`, { method, headers });
 
 const SLUGS = Object.keys(PROBLEM_TITLES) as ProblemSlug[];
 const SRC = new URL('../src/', import.meta.url).pathname;
 
 /** Every `.ts` file under `dir`. */
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /**
@@ -41,17 +44,27 @@ function sources(dir: string): string[] {
  */
 function raisedSlugs(): Map<string, Set<number | 'computed'>> {
   const raised = new Map<string, Set<number | 'computed'>>();
-  const note = (slug: string, status: number | 'computed') => raised.set(slug, (raised.get(slug) ?? new Set()).add(status));
+  const note = (slug: string, status: number | 'computed') =>
+    raised.set(slug, (raised.get(slug) ?? new Set()).add(status));
   for (const file of sources(SRC)) {
     // Comments mention slugs without raising them.
-    const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-    for (const m of text.matchAll(/new HttpError\(\s*([^,]+?)\s*,\s*'([a-z-]+)'/g)) note(m[2] as string, /^\d{3}$/.test(m[1] as string) ? Number(m[1]) : 'computed');
+    const text = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
+    for (const m of text.matchAll(/new HttpError\(\s*([^,]+?)\s*,\s*'([a-z-]+)'/g))
+      note(m[2] as string, /^\d{3}$/.test(m[1] as string) ? Number(m[1]) : 'computed');
     for (const m of text.matchAll(/\bproblem: '([a-z-]+)'/g)) note(m[1] as string, 'computed');
   }
   return raised;
 }
 
-const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+const escapeHtml = (text: string) =>
+  text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 
 describe('the texts of the problem types', () => {
   const raised = raisedSlugs();
@@ -67,12 +80,17 @@ describe('the texts of the problem types', () => {
       assert.ok(Object.hasOwn(PROBLEM_TITLES, slug), `src/ raises ${slug}, which PROBLEM_TITLES does not have`);
       const text = PROBLEM_TEXTS[slug as ProblemSlug];
       assert.ok(text, `no text for ${slug}`);
-      for (const status of statuses) if (status !== 'computed') assert.ok(text.statuses.includes(status), `${slug} is raised with ${status}, which its text does not list`);
+      for (const status of statuses)
+        if (status !== 'computed')
+          assert.ok(text.statuses.includes(status), `${slug} is raised with ${status}, which its text does not list`);
     }
   });
 
   it('documents only problem types src/ raises', () => {
-    assert.deepEqual(SLUGS.filter((slug) => !raised.has(slug)), []);
+    assert.deepEqual(
+      SLUGS.filter((slug) => !raised.has(slug)),
+      [],
+    );
   });
 
   it('says for every slug of PROBLEM_TITLES what it means, when it happens and what to do', () => {
@@ -84,7 +102,8 @@ describe('the texts of the problem types', () => {
       assert.ok(text.when.length > 0 && text.when.every((w) => w.length > 20), `${slug}: when`);
       assert.ok(text.whatToDo.length > 0 && text.whatToDo.every((w) => w.length > 20), `${slug}: what to do`);
       // Code spans are balanced, so every rendering shows them as code.
-      for (const line of [text.meaning, ...text.when, ...text.whatToDo]) assert.equal((line.match(/`/g) ?? []).length % 2, 0, `${slug}: ${line}`);
+      for (const line of [text.meaning, ...text.when, ...text.whatToDo])
+        assert.equal((line.match(/`/g) ?? []).length % 2, 0, `${slug}: ${line}`);
     }
   });
 });
@@ -108,7 +127,11 @@ describe('GET /problems/<slug>', () => {
         assert.match(html, /^<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">/);
         assert.ok(html.includes(`<h1>${escapeHtml(title)}</h1>`));
         assert.ok(html.includes(`<p>Problem type <code>/problems/${slug}</code>, ${statusLine}</p>`));
-        assert.ok(html.includes('<h2>What it means</h2>') && html.includes('<h2>When it happens</h2>') && html.includes('<h2>What to do</h2>'));
+        assert.ok(
+          html.includes('<h2>What it means</h2>') &&
+            html.includes('<h2>When it happens</h2>') &&
+            html.includes('<h2>What to do</h2>'),
+        );
         assert.equal((html.match(/<li>/g) ?? []).length, text.when.length + text.whatToDo.length);
         // Nothing to load: no script, no stylesheet, no image, no other host.
         assert.ok(!/<script|<link|<img|https?:\/\//.test(html));
@@ -120,12 +143,27 @@ describe('GET /problems/<slug>', () => {
         assert.equal(response.headers.get('content-type'), 'text/markdown; charset=utf-8');
         assert.equal(response.headers.get('vary'), 'Accept');
         assert.equal(response.headers.get('cache-control'), 'public, max-age=60');
-        assert.equal(await response.text(), [
-          `# ${title}`, '', `Problem type \`/problems/${slug}\`, ${statusLine}`, '',
-          '## What it means', '', text.meaning, '',
-          '## When it happens', '', ...text.when.map((w) => `- ${w}`), '',
-          '## What to do', '', ...text.whatToDo.map((w) => `- ${w}`), '',
-        ].join('\n'));
+        assert.equal(
+          await response.text(),
+          [
+            `# ${title}`,
+            '',
+            `Problem type \`/problems/${slug}\`, ${statusLine}`,
+            '',
+            '## What it means',
+            '',
+            text.meaning,
+            '',
+            '## When it happens',
+            '',
+            ...text.when.map((w) => `- ${w}`),
+            '',
+            '## What to do',
+            '',
+            ...text.whatToDo.map((w) => `- ${w}`),
+            '',
+          ].join('\n'),
+        );
       });
 
       it('is JSON on Accept: application/json', async () => {
@@ -135,7 +173,13 @@ describe('GET /problems/<slug>', () => {
         assert.equal(response.headers.get('vary'), 'Accept');
         assert.equal(response.headers.get('cache-control'), 'public, max-age=60');
         assert.deepEqual(await response.json(), {
-          type: `/problems/${slug}`, slug, title, statuses: text.statuses, meaning: text.meaning, when: text.when, whatToDo: text.whatToDo,
+          type: `/problems/${slug}`,
+          slug,
+          title,
+          statuses: text.statuses,
+          meaning: text.meaning,
+          when: text.when,
+          whatToDo: text.whatToDo,
         });
       });
     });
@@ -166,7 +210,14 @@ describe('negotiation on /problems/<slug>', () => {
     });
   }
 
-  for (const accept of ['application/problem+json', 'text/plain', 'image/*', '*/*;q=0', 'text/html;q=0, text/markdown;q=0, application/json;q=0', 'nonsense']) {
+  for (const accept of [
+    'application/problem+json',
+    'text/plain',
+    'image/*',
+    '*/*;q=0',
+    'text/html;q=0, text/markdown;q=0, application/json;q=0',
+    'nonsense',
+  ]) {
     it(`answers 406 not-acceptable to Accept: ${JSON.stringify(accept)}`, async () => {
       const response = await get('/problems/validation', { accept });
       assert.equal(response.status, 406);
@@ -176,13 +227,20 @@ describe('negotiation on /problems/<slug>', () => {
       const body = (await response.json()) as Record<string, unknown>;
       assert.equal(body.type, '/problems/not-acceptable');
       assert.equal(body.status, 406);
-      assert.equal(body.detail, 'Nothing in Accept can be produced here; this page is available as text/html, text/markdown, application/json.');
+      assert.equal(
+        body.detail,
+        'Nothing in Accept can be produced here; this page is available as text/html, text/markdown, application/json.',
+      );
       assert.equal(body.instance, '/problems/validation');
     });
   }
 
   it('gives each representation its own tag, and answers 304 with Vary for the one asked for', async () => {
-    const tags = await Promise.all(['text/html', 'text/markdown', 'application/json'].map(async (accept) => (await get('/problems/forbidden', { accept })).headers.get('etag')));
+    const tags = await Promise.all(
+      ['text/html', 'text/markdown', 'application/json'].map(async (accept) =>
+        (await get('/problems/forbidden', { accept })).headers.get('etag'),
+      ),
+    );
     assert.equal(new Set(tags).size, 3);
     const [html, , json] = tags as [string, string, string];
     const unchanged = await get('/problems/forbidden', { accept: 'application/json', 'if-none-match': json });
@@ -200,7 +258,8 @@ describe('negotiation on /problems/<slug>', () => {
     const full = await get('/problems/rate-limited', { accept: 'text/markdown' });
     const head = await get('/problems/rate-limited', { accept: 'text/markdown' }, 'HEAD');
     assert.equal(head.status, 200);
-    for (const name of ['content-type', 'content-length', 'etag', 'vary', 'cache-control']) assert.equal(head.headers.get(name), full.headers.get(name), name);
+    for (const name of ['content-type', 'content-length', 'etag', 'vary', 'cache-control'])
+      assert.equal(head.headers.get(name), full.headers.get(name), name);
     assert.equal(await head.text(), '');
   });
 
@@ -212,7 +271,16 @@ describe('negotiation on /problems/<slug>', () => {
 });
 
 describe('a slug that is no problem type', () => {
-  for (const path of ['/problems/nope', '/problems/VALIDATION', '/problems/validation.json', '/problems/validation/x', '/problems', '/problems/', '/v1/problems/validation', '/v2/problems/validation']) {
+  for (const path of [
+    '/problems/nope',
+    '/problems/VALIDATION',
+    '/problems/validation.json',
+    '/problems/validation/x',
+    '/problems',
+    '/problems/',
+    '/v1/problems/validation',
+    '/v2/problems/validation',
+  ]) {
     it(`answers 404 not-found for ${path}`, async () => {
       const response = await get(path);
       assert.equal(response.status, 404);
@@ -235,11 +303,22 @@ describe('the type of a problem the service answers', () => {
       t.fetch('/v2/orders/999999', { headers: bearer(customer.token) }), // 404
       t.fetch('/v2/orders', { method: 'PUT', headers: bearer(customer.token) }), // 405
       t.fetch('/v2/products', { headers: { accept: 'text/csv' } }), // 406
-      t.fetch('/v2/orders', { method: 'POST', headers: { ...bearer(customer.token), 'content-type': 'application/json' }, body: '{"items": []}' }), // 422
+      t.fetch('/v2/orders', {
+        method: 'POST',
+        headers: { ...bearer(customer.token), 'content-type': 'application/json' },
+        body: '{"items": []}',
+      }), // 422
       t.fetch('/v2/orders?colour=red', { headers: bearer(customer.token) }), // 400
     ]);
     const types = await Promise.all(problems.map(async (p) => ((await p.json()) as { type: string }).type));
-    assert.deepEqual(types, ['/problems/unauthorized', '/problems/not-found', '/problems/method-not-allowed', '/problems/not-acceptable', '/problems/validation', '/problems/invalid-query']);
+    assert.deepEqual(types, [
+      '/problems/unauthorized',
+      '/problems/not-found',
+      '/problems/method-not-allowed',
+      '/problems/not-acceptable',
+      '/problems/validation',
+      '/problems/invalid-query',
+    ]);
     for (const type of types) {
       const page = await get(type, { accept: 'application/json' });
       assert.equal(page.status, 200, type);

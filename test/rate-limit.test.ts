@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createApp } from '../src/pipeline/pipeline.ts';
-import { type RouteSpec } from '../src/pipeline/context.ts';
+import type { RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
@@ -94,7 +94,10 @@ describe('createRateLimiter()', () => {
   });
 
   it('refuses a table that could hold no key', () => {
-    assert.throws(() => createRateLimiter({ limit: 1, windowSeconds: 1 }, Date.now, 0), { name: 'RangeError', message: 'maxKeys must be a positive integer, got 0' });
+    assert.throws(() => createRateLimiter({ limit: 1, windowSeconds: 1 }, Date.now, 0), {
+      name: 'RangeError',
+      message: 'maxKeys must be a positive integer, got 0',
+    });
   });
 
   it('states its policy', () => {
@@ -138,45 +141,108 @@ describe('addressGroup()', () => {
   }
 });
 
-describe('the pipeline\'s limit of unauthenticated clients', () => {
-  const authenticator: Authenticator = { authenticate: async () => { throw new HttpError(401, 'unauthorized'); } };
-  const route: RouteSpec = { method: 'GET', pattern: '/ping', auth: 'public', versioned: false, doc: { summary: 'ping', success: { status: 200 } }, handler: async () => new Response('pong') };
-  const newApp = () => createApp({ config: loadConfig({ RATE_LIMIT: '2/60' }), db: {} as Database, log: createLogger('silent'), authenticator }, [route]);
+describe("the pipeline's limit of unauthenticated clients", () => {
+  const authenticator: Authenticator = {
+    authenticate: async () => {
+      throw new HttpError(401, 'unauthorized');
+    },
+  };
+  const route: RouteSpec = {
+    method: 'GET',
+    pattern: '/ping',
+    auth: 'public',
+    versioned: false,
+    doc: { summary: 'ping', success: { status: 200 } },
+    handler: async () => new Response('pong'),
+  };
+  const newApp = () =>
+    createApp(
+      { config: loadConfig({ RATE_LIMIT: '2/60' }), db: {} as Database, log: createLogger('silent'), authenticator },
+      [route],
+    );
   const statuses = async (app: ReturnType<typeof newApp>, addresses: readonly string[]) => {
     const out: number[] = [];
-    for (const remoteAddress of addresses) out.push((await app(new Request('http://localhost/ping'), { remoteAddress })).status);
+    for (const remoteAddress of addresses)
+      out.push((await app(new Request('http://localhost/ping'), { remoteAddress })).status);
     return out;
   };
 
   it('counts an IPv6 client by its /64: a new address in the same /64 is no new budget', async () => {
     const app = newApp();
-    assert.deepEqual(await statuses(app, ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:db8:1:3::1']), [200, 200, 429, 200]);
+    assert.deepEqual(
+      await statuses(app, [
+        '2001:db8:1:2::1',
+        '2001:db8:1:2::2',
+        '2001:db8:1:2:ffff:ffff:ffff:ffff',
+        '2001:db8:1:3::1',
+      ]),
+      [200, 200, 429, 200],
+    );
   });
 
   it('counts an IPv4-mapped IPv6 peer as its IPv4 address, and each IPv4 address apart', async () => {
     const app = newApp();
-    assert.deepEqual(await statuses(app, ['192.0.2.1', '::ffff:192.0.2.1', '192.0.2.1', '192.0.2.2', '::ffff:192.0.2.3']), [200, 200, 429, 200, 200]);
+    assert.deepEqual(
+      await statuses(app, ['192.0.2.1', '::ffff:192.0.2.1', '192.0.2.1', '192.0.2.2', '::ffff:192.0.2.3']),
+      [200, 200, 429, 200, 200],
+    );
   });
 });
 
-describe('the pipeline\'s tables of users and addresses', () => {
+describe("the pipeline's tables of users and addresses", () => {
   it('a flood from new addresses that fills the address table leaves every user a budget of their own', async () => {
     const authenticator: Authenticator = {
-      authenticate: async (header) => ({ userId: Number(header?.slice('Bearer user'.length)), role: 'customer', scopes: new Set(['orders:read']) }) as unknown as Awaited<ReturnType<Authenticator['authenticate']>>,
+      authenticate: async (header) =>
+        ({
+          userId: Number(header?.slice('Bearer user'.length)),
+          role: 'customer',
+          scopes: new Set(['orders:read']),
+        }) as unknown as Awaited<ReturnType<Authenticator['authenticate']>>,
     };
     const routes: RouteSpec[] = [
-      { method: 'GET', pattern: '/ping', auth: 'public', versioned: false, doc: { summary: 'ping', success: { status: 200 } }, handler: async () => new Response('pong') },
-      { method: 'GET', pattern: '/mine', auth: 'orders:read', versioned: false, doc: { summary: 'mine', success: { status: 200 } }, handler: async () => new Response('mine') },
+      {
+        method: 'GET',
+        pattern: '/ping',
+        auth: 'public',
+        versioned: false,
+        doc: { summary: 'ping', success: { status: 200 } },
+        handler: async () => new Response('pong'),
+      },
+      {
+        method: 'GET',
+        pattern: '/mine',
+        auth: 'orders:read',
+        versioned: false,
+        doc: { summary: 'mine', success: { status: 200 } },
+        handler: async () => new Response('mine'),
+      },
     ];
-    const app = createApp({ config: loadConfig({ RATE_LIMIT: '2/60' }), db: {} as Database, log: createLogger('silent'), authenticator, hooks: { rateLimitMaxKeys: 10 } }, routes);
+    const app = createApp(
+      {
+        config: loadConfig({ RATE_LIMIT: '2/60' }),
+        db: {} as Database,
+        log: createLogger('silent'),
+        authenticator,
+        hooks: { rateLimitMaxKeys: 10 },
+      },
+      routes,
+    );
     // 10 addresses fill the address table; the 11th and later share its overflow window (2 requests).
     const flood: number[] = [];
-    for (let i = 1; i <= 14; i++) flood.push((await app(new Request('http://localhost/ping'), { remoteAddress: `192.0.2.${i}` })).status);
+    for (let i = 1; i <= 14; i++)
+      flood.push((await app(new Request('http://localhost/ping'), { remoteAddress: `192.0.2.${i}` })).status);
     assert.deepEqual(flood, [...Array(10).fill(200), 200, 200, 429, 429]);
     // Users new in this window, from one more new address: each has a full budget of their own.
     for (const user of [1, 2, 3]) {
       const statuses: number[] = [];
-      for (let i = 0; i < 3; i++) statuses.push((await app(new Request('http://localhost/mine', { headers: { authorization: `Bearer user${user}` } }), { remoteAddress: '198.51.100.7' })).status);
+      for (let i = 0; i < 3; i++)
+        statuses.push(
+          (
+            await app(new Request('http://localhost/mine', { headers: { authorization: `Bearer user${user}` } }), {
+              remoteAddress: '198.51.100.7',
+            })
+          ).status,
+        );
       assert.deepEqual(statuses, [200, 200, 429]);
     }
   });

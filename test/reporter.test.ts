@@ -12,7 +12,14 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ARGS = ['--import', 'tsx', '--test', '--test-reporter=./test/support/reporter.mjs', '--test-reporter-destination=stdout', 'test/fixtures/reporter-sample.ts'];
+const ARGS = [
+  '--import',
+  'tsx',
+  '--test',
+  '--test-reporter=./test/support/reporter.mjs',
+  '--test-reporter-destination=stdout',
+  'test/fixtures/reporter-sample.ts',
+];
 const ESC = '\x1b';
 /** The lines .ci/run keeps from a run's output (its `summary()`). */
 const CI_SUMMARY = /^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /;
@@ -29,14 +36,25 @@ const SKIPS = [
  * measured by c8, nor the colour and CI switches; then `env`.
  */
 function environment(env: Record<string, string>): NodeJS.ProcessEnv {
-  const { NODE_TEST_CONTEXT: _context, NODE_V8_COVERAGE: _coverage, CI: _ci, FORCE_COLOR: _force, NO_COLOR: _no, ...rest } = process.env;
+  const {
+    NODE_TEST_CONTEXT: _context,
+    NODE_V8_COVERAGE: _coverage,
+    CI: _ci,
+    FORCE_COLOR: _force,
+    NO_COLOR: _no,
+    ...rest
+  } = process.env;
   return { ...rest, ...env };
 }
 
 /** The runner on the fixture, stdout piped; its exit code and output. */
 function run(env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ARGS, { cwd: ROOT, env: environment(env), stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ARGS, {
+      cwd: ROOT,
+      env: environment(env),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.on('error', reject);
@@ -51,7 +69,12 @@ function run(env: Record<string, string> = {}): Promise<{ code: number | null; o
  */
 function runOnTerminal(env: Record<string, string> = {}, piped = false): string {
   const command = [process.execPath, ...ARGS].map((arg) => `'${arg}'`).join(' ') + (piped ? ' | cat' : '');
-  const result = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: environment(env), encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync('script', ['-qec', command, '/dev/null'], {
+    cwd: ROOT,
+    env: environment(env),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(result.status, 0, result.stderr);
   return result.stdout.replaceAll('\r\n', '\n');
 }
@@ -78,7 +101,15 @@ describe('the reporter of make test', () => {
     it('keeps the closing summary lines CI reads, exactly', async () => {
       const { output } = await run();
       const summary = output.split('\n').filter((line) => CI_SUMMARY.test(line));
-      assert.deepEqual(summary.slice(0, 7), ['ℹ tests 2', 'ℹ suites 2', 'ℹ pass 1', 'ℹ fail 0', 'ℹ cancelled 0', 'ℹ skipped 1', 'ℹ todo 0']);
+      assert.deepEqual(summary.slice(0, 7), [
+        'ℹ tests 2',
+        'ℹ suites 2',
+        'ℹ pass 1',
+        'ℹ fail 0',
+        'ℹ cancelled 0',
+        'ℹ skipped 1',
+        'ℹ todo 0',
+      ]);
       assert.match(summary[7] ?? '', /^ℹ duration_ms [0-9.]+$/);
       assert.equal(summary.length, 8);
     });
@@ -92,11 +123,17 @@ describe('the reporter of make test', () => {
     const { code, output } = await run({ CI: 'true' });
     assert.equal(code, 0);
     assert.equal(output.includes(ESC), false);
-    assert.ok(output.includes('\nℹ tests 2\nℹ suites 2\nℹ pass 1\nℹ fail 0\nℹ cancelled 0\nℹ skipped 1\nℹ todo 0\nℹ duration_ms '));
+    assert.ok(
+      output.includes(
+        '\nℹ tests 2\nℹ suites 2\nℹ pass 1\nℹ fail 0\nℹ cancelled 0\nℹ skipped 1\nℹ todo 0\nℹ duration_ms ',
+      ),
+    );
     assert.deepEqual(afterSummary(output), SKIPS);
   });
 
-  describe('on a terminal', { skip: HAS_SCRIPT ? false : 'needs util-linux script(1) to give the run a terminal' }, () => {
+  describe('on a terminal', {
+    skip: HAS_SCRIPT ? false : 'needs util-linux script(1) to give the run a terminal',
+  }, () => {
     it('outside CI: the spinner, with its control codes, then the skips', () => {
       const output = runOnTerminal();
       assert.ok(output.includes(`${ESC}[K`), 'the spinner clears its line');
@@ -130,6 +167,9 @@ describe('the reporter of make test', () => {
       [{ isTTY: false, ci: undefined }, 'plain'],
       [{ isTTY: undefined, ci: undefined }, 'plain'],
     ] as const;
-    assert.deepEqual(cases.map(([where]) => chooseReporter(where)), cases.map(([, chosen]) => chosen));
+    assert.deepEqual(
+      cases.map(([where]) => chooseReporter(where)),
+      cases.map(([, chosen]) => chosen),
+    );
   });
 });

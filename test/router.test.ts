@@ -18,7 +18,12 @@ describe('createRouter()', () => {
   describe('match()', () => {
     it('finds a literal route with no version', () => {
       assert.deepEqual(router.match('GET', '/orders'), {
-        kind: 'found', handler: 'listOrders', params: {}, version: undefined, pattern: '/orders', allow: 'GET, HEAD, POST, OPTIONS',
+        kind: 'found',
+        handler: 'listOrders',
+        params: {},
+        version: undefined,
+        pattern: '/orders',
+        allow: 'GET, HEAD, POST, OPTIONS',
       });
     });
 
@@ -41,7 +46,11 @@ describe('createRouter()', () => {
     });
 
     it('prefers a literal segment to a parameter', () => {
-      assert.equal(router.match('GET', '/users/me').kind === 'found' && (router.match('GET', '/users/me') as { handler: string }).handler, 'me');
+      assert.equal(
+        router.match('GET', '/users/me').kind === 'found' &&
+          (router.match('GET', '/users/me') as { handler: string }).handler,
+        'me',
+      );
     });
 
     for (const id of ['0', '-1', '+1', '01', '1.5', '1e3', 'abc', '9007199254740992', '99999999999999999999', ' 1']) {
@@ -55,7 +64,23 @@ describe('createRouter()', () => {
       assert.deepEqual(match.kind === 'found' && match.params, { id: 9007199254740991 });
     });
 
-    for (const path of ['/', '', '/v1', '/v1/', '/v3/orders', '/orders/', '//orders', '/orders//7', '/orders/7/items', '/ORDERS', '/v1/v1/orders', '*', 'orders', 'x/orders', 'example.com:443']) {
+    for (const path of [
+      '/',
+      '',
+      '/v1',
+      '/v1/',
+      '/v3/orders',
+      '/orders/',
+      '//orders',
+      '/orders//7',
+      '/orders/7/items',
+      '/ORDERS',
+      '/v1/v1/orders',
+      '*',
+      'orders',
+      'x/orders',
+      'example.com:443',
+    ]) {
       it(`answers not-found for ${JSON.stringify(path)}`, () => {
         assert.equal(router.match('GET', path).kind, 'not-found');
       });
@@ -64,9 +89,23 @@ describe('createRouter()', () => {
     describe('when the raw path holds what URL parsing would rewrite', () => {
       // Each would name a route once its dot-segments were removed or its backslashes turned to slashes.
       for (const path of [
-        '/files/..', '/files/.', '/files/%2e%2e', '/files/%2E%2E', '/files/.%2e', '/files/%2e.', '/files/%2e',
-        '/v1/orders/../users/1', '/v1/orders/7/..', '/./orders', '/v1/./orders', '/v1/%2e/orders', '/orders/%2e%2e/orders',
-        '/files/a\\b', '/v1\\orders', '/orders\\7', '\\orders',
+        '/files/..',
+        '/files/.',
+        '/files/%2e%2e',
+        '/files/%2E%2E',
+        '/files/.%2e',
+        '/files/%2e.',
+        '/files/%2e',
+        '/v1/orders/../users/1',
+        '/v1/orders/7/..',
+        '/./orders',
+        '/v1/./orders',
+        '/v1/%2e/orders',
+        '/orders/%2e%2e/orders',
+        '/files/a\\b',
+        '/v1\\orders',
+        '/orders\\7',
+        '\\orders',
       ]) {
         it(`answers not-found for ${JSON.stringify(path)}`, () => {
           assert.equal(router.match('GET', path).kind, 'not-found');
@@ -82,7 +121,11 @@ describe('createRouter()', () => {
     });
 
     it('answers method-not-allowed with the Allow list', () => {
-      assert.deepEqual(router.match('PUT', '/orders/3'), { kind: 'method-not-allowed', allow: 'GET, HEAD, DELETE, OPTIONS', version: undefined });
+      assert.deepEqual(router.match('PUT', '/orders/3'), {
+        kind: 'method-not-allowed',
+        allow: 'GET, HEAD, DELETE, OPTIONS',
+        version: undefined,
+      });
     });
 
     it('answers an unknown method as not allowed', () => {
@@ -90,7 +133,11 @@ describe('createRouter()', () => {
     });
 
     it('answers OPTIONS with the Allow list', () => {
-      assert.deepEqual(router.match('OPTIONS', '/v1/orders'), { kind: 'options', allow: 'GET, HEAD, POST, OPTIONS', version: 1 });
+      assert.deepEqual(router.match('OPTIONS', '/v1/orders'), {
+        kind: 'options',
+        allow: 'GET, HEAD, POST, OPTIONS',
+        version: 1,
+      });
     });
 
     it('serves HEAD with the GET handler', () => {
@@ -104,27 +151,74 @@ describe('createRouter()', () => {
     });
 
     describe('when the table has a route on "/"', () => {
-      const rooted = createRouter<string>([...routes, { method: 'GET', pattern: '/', handler: 'index', versioned: false }]);
+      const rooted = createRouter<string>([
+        ...routes,
+        { method: 'GET', pattern: '/', handler: 'index', versioned: false },
+      ]);
 
       it('finds it for the path "/" exactly, with no version', () => {
-        assert.deepEqual(rooted.match('GET', '/'), { kind: 'found', handler: 'index', params: {}, version: undefined, pattern: '/', allow: 'GET, HEAD, OPTIONS' });
+        assert.deepEqual(rooted.match('GET', '/'), {
+          kind: 'found',
+          handler: 'index',
+          params: {},
+          version: undefined,
+          pattern: '/',
+          allow: 'GET, HEAD, OPTIONS',
+        });
       });
 
       it('serves HEAD with its GET handler, answers OPTIONS and refuses other methods with Allow', () => {
-        assert.equal(rooted.match('HEAD', '/').kind === 'found' && (rooted.match('HEAD', '/') as { handler: string }).handler, 'index');
-        assert.deepEqual(rooted.match('OPTIONS', '/'), { kind: 'options', allow: 'GET, HEAD, OPTIONS', version: undefined });
-        assert.deepEqual(rooted.match('POST', '/'), { kind: 'method-not-allowed', allow: 'GET, HEAD, OPTIONS', version: undefined });
+        assert.equal(
+          rooted.match('HEAD', '/').kind === 'found' && (rooted.match('HEAD', '/') as { handler: string }).handler,
+          'index',
+        );
+        assert.deepEqual(rooted.match('OPTIONS', '/'), {
+          kind: 'options',
+          allow: 'GET, HEAD, OPTIONS',
+          version: undefined,
+        });
+        assert.deepEqual(rooted.match('POST', '/'), {
+          kind: 'method-not-allowed',
+          allow: 'GET, HEAD, OPTIONS',
+          version: undefined,
+        });
       });
 
       it('keeps the other routes as they were', () => {
-        assert.equal(rooted.match('GET', '/v2/orders/7').kind === 'found' && (rooted.match('GET', '/v2/orders/7') as { handler: string }).handler, 'getOrder');
+        assert.equal(
+          rooted.match('GET', '/v2/orders/7').kind === 'found' &&
+            (rooted.match('GET', '/v2/orders/7') as { handler: string }).handler,
+          'getOrder',
+        );
         assert.equal(rooted.match('GET', '/healthz').kind, 'found');
       });
 
       // The root is no prefix of anything: a bare version, an empty segment or a dot-segment still names nothing.
-      for (const path of ['', '/v1', '/v2', '/v1/', '/v2/', '//', '///', '/.', '/..', '/%2e', '/%2E%2E', '/./', '/\\', '\\', '/v1/.', '/index', '*', 'x']) {
+      for (const path of [
+        '',
+        '/v1',
+        '/v2',
+        '/v1/',
+        '/v2/',
+        '//',
+        '///',
+        '/.',
+        '/..',
+        '/%2e',
+        '/%2E%2E',
+        '/./',
+        '/\\',
+        '\\',
+        '/v1/.',
+        '/index',
+        '*',
+        'x',
+      ]) {
         it(`answers not-found for ${JSON.stringify(path)}`, () => {
-          assert.deepEqual(rooted.match('GET', path), { kind: 'not-found', version: path.startsWith('/v1') ? 1 : path.startsWith('/v2') ? 2 : undefined });
+          assert.deepEqual(rooted.match('GET', path), {
+            kind: 'not-found',
+            version: path.startsWith('/v1') ? 1 : path.startsWith('/v2') ? 2 : undefined,
+          });
         });
       }
     });
@@ -132,19 +226,52 @@ describe('createRouter()', () => {
 
   describe('at set-up', () => {
     const bad: [string, Route<string>[], string][] = [
-      ['a duplicate route', [{ method: 'GET', pattern: '/a', handler: 'x' }, { method: 'GET', pattern: '/a', handler: 'y' }], 'duplicate route GET /a'],
-      ['a pattern without a leading slash', [{ method: 'GET', pattern: 'a', handler: 'x' }], 'pattern must start with "/": a'],
+      [
+        'a duplicate route',
+        [
+          { method: 'GET', pattern: '/a', handler: 'x' },
+          { method: 'GET', pattern: '/a', handler: 'y' },
+        ],
+        'duplicate route GET /a',
+      ],
+      [
+        'a pattern without a leading slash',
+        [{ method: 'GET', pattern: 'a', handler: 'x' }],
+        'pattern must start with "/": a',
+      ],
       ['an empty segment', [{ method: 'GET', pattern: '/a//b', handler: 'x' }], 'empty segment in /a//b'],
-      ['conflicting parameters', [{ method: 'GET', pattern: '/a/{id:int}', handler: 'x' }, { method: 'GET', pattern: '/a/{name}', handler: 'y' }], 'conflicting parameters {id} and {name} in /a/{name}'],
-      ['a malformed parameter', [{ method: 'GET', pattern: '/a/{id:float}', handler: 'x' }], 'malformed segment {id:float} in /a/{id:float}'],
+      [
+        'conflicting parameters',
+        [
+          { method: 'GET', pattern: '/a/{id:int}', handler: 'x' },
+          { method: 'GET', pattern: '/a/{name}', handler: 'y' },
+        ],
+        'conflicting parameters {id} and {name} in /a/{name}',
+      ],
+      [
+        'a malformed parameter',
+        [{ method: 'GET', pattern: '/a/{id:float}', handler: 'x' }],
+        'malformed segment {id:float} in /a/{id:float}',
+      ],
       ['a version segment', [{ method: 'GET', pattern: '/v1/a', handler: 'x' }], '/v1/a starts with a version segment'],
       ['an unknown method', [{ method: 'BREW' as 'GET', pattern: '/a', handler: 'x' }], 'unknown method BREW for /a'],
-      ['a versioned route on "/"', [{ method: 'GET', pattern: '/', handler: 'x' }], 'GET / takes no version prefix: declare it versioned: false'],
-      ['an empty segment after "/"', [{ method: 'GET', pattern: '//', handler: 'x', versioned: false }], 'empty segment in //'],
+      [
+        'a versioned route on "/"',
+        [{ method: 'GET', pattern: '/', handler: 'x' }],
+        'GET / takes no version prefix: declare it versioned: false',
+      ],
+      [
+        'an empty segment after "/"',
+        [{ method: 'GET', pattern: '//', handler: 'x', versioned: false }],
+        'empty segment in //',
+      ],
     ];
     for (const [what, table, message] of bad) {
       it(`throws a RouteDefinitionError for ${what}`, () => {
-        assert.throws(() => createRouter(table), (error: unknown) => error instanceof RouteDefinitionError && error.message === message);
+        assert.throws(
+          () => createRouter(table),
+          (error: unknown) => error instanceof RouteDefinitionError && error.message === message,
+        );
       });
     }
   });

@@ -79,7 +79,13 @@ for (const [name, header, current, expected] of MATCH) {
 test('every malformed row is one parseTagList() refuses, so the service answers it with 400', () => {
   const rows = [...NONE_MATCH, ...MATCH].map((row) => [row[0], row[1]] as const);
   const malformed = rows.filter(([name]) => name.startsWith('malformed')).map(([, header]) => parseTagList(header));
-  assert.deepStrictEqual(malformed, malformed.map(() => undefined));
+  assert.deepStrictEqual(
+    malformed,
+    malformed.map(() => undefined),
+  );
   const wellFormed = rows.filter(([name, header]) => !name.startsWith('malformed') && header !== null);
-  assert.deepStrictEqual(wellFormed.filter(([, header]) => parseTagList(header) === undefined), []);
+  assert.deepStrictEqual(
+    wellFormed.filter(([, header]) => parseTagList(header) === undefined),
+    [],
+  );
 });

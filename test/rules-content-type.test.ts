@@ -1,5 +1,5 @@
 /**
- * The request Content-Type rule (SPEC §8; RFC 8259 §8.1; RFC 5789 §3.1;
+ * The request Content-Type rule (contract §8; RFC 8259 §8.1; RFC 5789 §3.1;
  * src/http/json-body.ts checkJsonContentType()) as a table: one row per
  * header value and options, with the exact outcome: accepted, or the exact
  * 415 `unsupported-media-type` (detail and fields) thrown.
@@ -14,8 +14,11 @@ type Outcome = 'ok' | { readonly status: number; readonly slug: string; readonly
 const ACCEPT_PATCH = { 'accept-patch': 'application/json, application/merge-patch+json' };
 const refused = (detail: string): Outcome => ({ status: 415, slug: 'unsupported-media-type', init: { detail } });
 /** A PATCH's 415 names what it takes in Accept-Patch (RFC 5789 §3.1). */
-const refusedPatch = (detail: string): Outcome =>
-  ({ status: 415, slug: 'unsupported-media-type', init: { detail, headers: ACCEPT_PATCH } });
+const refusedPatch = (detail: string): Outcome => ({
+  status: 415,
+  slug: 'unsupported-media-type',
+  init: { detail, headers: ACCEPT_PATCH },
+});
 const unsupported = (type: string) => refused(`Content-Type ${type} is not supported here; send application/json.`);
 const NOT_UTF8 = refused('JSON bodies must be UTF-8.');
 const wrongVersion = (type: string, body: number, served: number) =>
@@ -60,30 +63,63 @@ const CASES: readonly (readonly [string, string | null, BodyOptions, Outcome])[]
   ['vendor v2, version unknown', 'application/vnd.orders.v2+json', POST, 'ok'],
   ['vendor v1 served in v1', 'application/vnd.orders.v1+json', V1, 'ok'],
   ['vendor v2 served in v2', 'application/vnd.orders.v2+json; charset=utf-8', V2, 'ok'],
-  ['vendor v1 served in v2', 'application/vnd.orders.v1+json', V2,
-    refused(wrongVersion('application/vnd.orders.v1+json', 1, 2))],
-  ['vendor v2 served in v1', 'application/vnd.orders.v2+json', V1,
-    refused(wrongVersion('application/vnd.orders.v2+json', 2, 1))],
+  [
+    'vendor v1 served in v2',
+    'application/vnd.orders.v1+json',
+    V2,
+    refused(wrongVersion('application/vnd.orders.v1+json', 1, 2)),
+  ],
+  [
+    'vendor v2 served in v1',
+    'application/vnd.orders.v2+json',
+    V1,
+    refused(wrongVersion('application/vnd.orders.v2+json', 2, 1)),
+  ],
   ['vendor, any case, served in its version', 'Application/Vnd.Orders.V2+JSON', V2, 'ok'],
-  ['vendor, any case, the detail keeps the case sent', 'Application/Vnd.Orders.V2+JSON', V1,
-    refused(wrongVersion('Application/Vnd.Orders.V2+JSON', 2, 1))],
-  ['vendor in the wrong version and charset: the charset is named', 'application/vnd.orders.v2+json; charset=latin1',
-    V1, NOT_UTF8],
+  [
+    'vendor, any case, the detail keeps the case sent',
+    'Application/Vnd.Orders.V2+JSON',
+    V1,
+    refused(wrongVersion('Application/Vnd.Orders.V2+JSON', 2, 1)),
+  ],
+  [
+    'vendor in the wrong version and charset: the charset is named',
+    'application/vnd.orders.v2+json; charset=latin1',
+    V1,
+    NOT_UTF8,
+  ],
   ['vendor v3', 'application/vnd.orders.v3+json', V2, unsupported('application/vnd.orders.v3+json')],
   ['plain JSON in any version', 'application/json', V2, 'ok'],
   ['PATCH: merge patch', 'application/merge-patch+json', PATCH, 'ok'],
   ['PATCH: merge patch, utf-8', 'application/merge-patch+json; charset=utf-8', PATCH_V1, 'ok'],
   ['PATCH: plain JSON', 'application/json', PATCH, 'ok'],
   ['PATCH: vendor type of its version', 'application/vnd.orders.v1+json', PATCH_V1, 'ok'],
-  ['PATCH: merge patch, another charset', 'application/merge-patch+json; charset=latin1', PATCH,
-    refusedPatch('JSON bodies must be UTF-8.')],
-  ['PATCH: missing', null, PATCH,
-    refusedPatch('The request body needs Content-Type: application/json or application/merge-patch+json.')],
-  ['PATCH: text/plain', 'text/plain', PATCH,
-    refusedPatch('Content-Type text/plain is not supported here; '
-      + 'send application/json or application/merge-patch+json.')],
-  ['PATCH: vendor type of the other version', 'application/vnd.orders.v2+json', PATCH_V1,
-    refusedPatch(wrongVersion('application/vnd.orders.v2+json', 2, 1))],
+  [
+    'PATCH: merge patch, another charset',
+    'application/merge-patch+json; charset=latin1',
+    PATCH,
+    refusedPatch('JSON bodies must be UTF-8.'),
+  ],
+  [
+    'PATCH: missing',
+    null,
+    PATCH,
+    refusedPatch('The request body needs Content-Type: application/json or application/merge-patch+json.'),
+  ],
+  [
+    'PATCH: text/plain',
+    'text/plain',
+    PATCH,
+    refusedPatch(
+      'Content-Type text/plain is not supported here; ' + 'send application/json or application/merge-patch+json.',
+    ),
+  ],
+  [
+    'PATCH: vendor type of the other version',
+    'application/vnd.orders.v2+json',
+    PATCH_V1,
+    refusedPatch(wrongVersion('application/vnd.orders.v2+json', 2, 1)),
+  ],
 ];
 
 /** What checkJsonContentType() did: 'ok', or the HttpError it threw. */

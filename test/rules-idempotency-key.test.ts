@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key rules (SPEC §7; draft-ietf-httpapi-idempotency-key-header
+ * Idempotency-Key rules (contract §7; draft-ietf-httpapi-idempotency-key-header
  * §2: the value is an RFC 8941 sf-string) as tables, from
  * src/http/idempotency-key.ts:
  * - absent: no key (the route decides whether one is required);
@@ -24,7 +24,7 @@ const KEYS: readonly (readonly [string, string | null, KeyParse])[] = [
   ['absent', null, { ok: true, key: undefined }],
   ['a UUID', '4c1d7a9e-6f0b-4b8e-9a55-3c2f1e0d9b7a', key('4c1d7a9e-6f0b-4b8e-9a55-3c2f1e0d9b7a')],
   ['one character', 'a', key('a')],
-  ['punctuation of visible ASCII', '!#$%&\'()*+,-./:;<=>?@[]^_`{|}~', key('!#$%&\'()*+,-./:;<=>?@[]^_`{|}~')],
+  ['punctuation of visible ASCII', "!#$%&'()*+,-./:;<=>?@[]^_`{|}~", key("!#$%&'()*+,-./:;<=>?@[]^_`{|}~")],
   ['* is a bare key, not a wildcard', '*', key('*')],
   ['a comma is part of the key, not a list', 'a,b', key('a,b')],
   ['an sf-binary form is a bare key, not decoded', ':YWJj:', key(':YWJj:')],
@@ -52,15 +52,36 @@ const KEYS: readonly (readonly [string, string | null, KeyParse])[] = [
   ['an sf-string followed by more', '"abc";p=1', INVALID],
 ];
 
-/** [HTTP status, isStored()]: SPEC §7, results of requests that executed. */
+/** [HTTP status, isStored()]: contract §7, results of requests that executed. */
 const STATUSES: readonly (readonly [number, boolean])[] = [
-  [100, false], [199, false],
-  [200, true], [201, true], [202, true], [204, true], [299, true],
-  [300, false], [303, false], [304, false],
-  [400, false], [401, false], [403, false], [404, false], [405, false], [406, false],
-  [409, true], [410, false], [412, false], [413, false], [415, false],
-  [422, true], [428, false], [429, false],
-  [500, false], [502, false], [503, false], [504, false],
+  [100, false],
+  [199, false],
+  [200, true],
+  [201, true],
+  [202, true],
+  [204, true],
+  [299, true],
+  [300, false],
+  [303, false],
+  [304, false],
+  [400, false],
+  [401, false],
+  [403, false],
+  [404, false],
+  [405, false],
+  [406, false],
+  [409, true],
+  [410, false],
+  [412, false],
+  [413, false],
+  [415, false],
+  [422, true],
+  [428, false],
+  [429, false],
+  [500, false],
+  [502, false],
+  [503, false],
+  [504, false],
 ];
 
 test('MAX_KEY_LENGTH is 255', () => {

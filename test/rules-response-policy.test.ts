@@ -1,5 +1,5 @@
 /**
- * The response policy (SPEC §8, §9; src/http/semantics.ts) as tables, tested
+ * The response policy (contract §8, §9; src/http/semantics.ts) as tables, tested
  * on finish() and notModifiedEarly() directly, without a server: which 200s
  * become a 304, and the exact fields a 304 carries. RFC 9110 §15.4.5: a 304
  * carries those of Cache-Control, Content-Location, Date, ETag, Expires and
@@ -78,43 +78,94 @@ const NOT_MODIFIED_MANY: Outcome = {
 
 /** [name, method, If-None-Match, the 200, options, what finish() answers]. */
 const FINISH: readonly (readonly [string, string, string | null, Response, FinishOptions, Outcome | HttpError])[] = [
-  ['a 200 with many fields, matched: only the §15.4.5 fields', 'GET', '"r7"', buffered(MANY), PRIVATE,
-    NOT_MODIFIED_MANY],
+  [
+    'a 200 with many fields, matched: only the §15.4.5 fields',
+    'GET',
+    '"r7"',
+    buffered(MANY),
+    PRIVATE,
+    NOT_MODIFIED_MANY,
+  ],
   ['the same, streamed', 'GET', '"r7"', streamed(MANY), PRIVATE, NOT_MODIFIED_MANY],
   ['the same, HEAD', 'HEAD', '"r7"', buffered(MANY), PRIVATE, NOT_MODIFIED_MANY],
   ['the same, matched weakly', 'GET', 'W/"r7"', buffered(MANY), PRIVATE, NOT_MODIFIED_MANY],
   ['the same, matched by *', 'GET', '*', buffered(MANY), PRIVATE, NOT_MODIFIED_MANY],
   ['the same, matched in a list', 'GET', '"r6", "r7"', buffered(MANY), PRIVATE, NOT_MODIFIED_MANY],
-  ['only fields outside §15.4.5, tag from the bytes', 'GET', BODY_TAG, buffered(OTHERS), PUBLIC,
-    { status: 304, headers: { 'cache-control': 'public, max-age=60', etag: BODY_TAG }, body: '' }],
-  ['the same, streamed', 'GET', BODY_TAG, streamed(OTHERS), PUBLIC,
-    { status: 304, headers: { 'cache-control': 'public, max-age=60', etag: BODY_TAG }, body: '' }],
-  ['a no-store route', 'GET', '"r7"', buffered(MANY), NO_STORE,
-    { ...NOT_MODIFIED_MANY, headers: { ...NOT_MODIFIED_MANY.headers, 'cache-control': 'no-store' } }],
-  ['not matched: the 200, with the negotiated type and the route policy', 'GET', '"r6"', buffered(MANY), PRIVATE, {
-    status: 200,
-    headers: { ...MANY, 'cache-control': 'private, max-age=30', 'content-type': 'application/vnd.orders.v1+json' },
-    body: BODY,
-  }],
-  ['no If-None-Match: the 200, its tag from the bytes', 'GET', null, buffered(OTHERS), PUBLIC, {
-    status: 200,
-    headers: {
-      ...OTHERS,
-      'cache-control': 'public, max-age=60',
-      'content-type': 'application/vnd.orders.v2+json',
-      etag: BODY_TAG,
+  [
+    'only fields outside §15.4.5, tag from the bytes',
+    'GET',
+    BODY_TAG,
+    buffered(OTHERS),
+    PUBLIC,
+    { status: 304, headers: { 'cache-control': 'public, max-age=60', etag: BODY_TAG }, body: '' },
+  ],
+  [
+    'the same, streamed',
+    'GET',
+    BODY_TAG,
+    streamed(OTHERS),
+    PUBLIC,
+    { status: 304, headers: { 'cache-control': 'public, max-age=60', etag: BODY_TAG }, body: '' },
+  ],
+  [
+    'a no-store route',
+    'GET',
+    '"r7"',
+    buffered(MANY),
+    NO_STORE,
+    { ...NOT_MODIFIED_MANY, headers: { ...NOT_MODIFIED_MANY.headers, 'cache-control': 'no-store' } },
+  ],
+  [
+    'not matched: the 200, with the negotiated type and the route policy',
+    'GET',
+    '"r6"',
+    buffered(MANY),
+    PRIVATE,
+    {
+      status: 200,
+      headers: { ...MANY, 'cache-control': 'private, max-age=30', 'content-type': 'application/vnd.orders.v1+json' },
+      body: BODY,
     },
-    body: BODY,
-  }],
-  ['a write never answers 304 (its 200 is not stored)', 'POST', '"r7"', buffered(MANY), PRIVATE, {
-    status: 200,
-    headers: { ...MANY, 'cache-control': 'no-store', 'content-type': 'application/vnd.orders.v1+json' },
-    body: BODY,
-  }],
-  ['a malformed If-None-Match', 'GET', 'r7', buffered(MANY), PRIVATE,
+  ],
+  [
+    'no If-None-Match: the 200, its tag from the bytes',
+    'GET',
+    null,
+    buffered(OTHERS),
+    PUBLIC,
+    {
+      status: 200,
+      headers: {
+        ...OTHERS,
+        'cache-control': 'public, max-age=60',
+        'content-type': 'application/vnd.orders.v2+json',
+        etag: BODY_TAG,
+      },
+      body: BODY,
+    },
+  ],
+  [
+    'a write never answers 304 (its 200 is not stored)',
+    'POST',
+    '"r7"',
+    buffered(MANY),
+    PRIVATE,
+    {
+      status: 200,
+      headers: { ...MANY, 'cache-control': 'no-store', 'content-type': 'application/vnd.orders.v1+json' },
+      body: BODY,
+    },
+  ],
+  [
+    'a malformed If-None-Match',
+    'GET',
+    'r7',
+    buffered(MANY),
+    PRIVATE,
     new HttpError(400, 'invalid-header', {
       detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".',
-    })],
+    }),
+  ],
 ];
 
 async function outcomeOf(run: () => Promise<Response | undefined>): Promise<Outcome | HttpError | undefined> {
@@ -128,10 +179,11 @@ async function outcomeOf(run: () => Promise<Response | undefined>): Promise<Outc
   }
 }
 
-const request = (method: string, ifNoneMatch: string | null) => new Request('http://orders.test/v1/orders/1', {
-  method,
-  headers: ifNoneMatch === null ? {} : { 'if-none-match': ifNoneMatch },
-});
+const request = (method: string, ifNoneMatch: string | null) =>
+  new Request('http://orders.test/v1/orders/1', {
+    method,
+    headers: ifNoneMatch === null ? {} : { 'if-none-match': ifNoneMatch },
+  });
 
 /** An HttpError compares by status, slug and init; anything else exactly. */
 function assertOutcome(actual: Outcome | HttpError | undefined, expected: Outcome | HttpError | undefined): void {
@@ -164,19 +216,43 @@ test('finish(): a response markFinished() marked is returned as it is', async ()
 type Early = Outcome | HttpError | undefined;
 /** [name, method, If-None-Match, options, what notModifiedEarly() answers, whether the tag is looked up]. */
 const EARLY: readonly (readonly [string, string, string | null, FinishOptions, Early, boolean])[] = [
-  ['matched: ETag and Cache-Control only', 'GET', '"r7"', PRIVATE,
-    { status: 304, headers: { 'cache-control': 'private, max-age=30', etag: '"r7"' }, body: '' }, true],
-  ['matched weakly, HEAD', 'HEAD', 'W/"r7"', PRIVATE,
-    { status: 304, headers: { 'cache-control': 'private, max-age=30', etag: '"r7"' }, body: '' }, true],
-  ['matched by *, no-store', 'GET', '*', NO_STORE,
-    { status: 304, headers: { 'cache-control': 'no-store', etag: '"r7"' }, body: '' }, true],
+  [
+    'matched: ETag and Cache-Control only',
+    'GET',
+    '"r7"',
+    PRIVATE,
+    { status: 304, headers: { 'cache-control': 'private, max-age=30', etag: '"r7"' }, body: '' },
+    true,
+  ],
+  [
+    'matched weakly, HEAD',
+    'HEAD',
+    'W/"r7"',
+    PRIVATE,
+    { status: 304, headers: { 'cache-control': 'private, max-age=30', etag: '"r7"' }, body: '' },
+    true,
+  ],
+  [
+    'matched by *, no-store',
+    'GET',
+    '*',
+    NO_STORE,
+    { status: 304, headers: { 'cache-control': 'no-store', etag: '"r7"' }, body: '' },
+    true,
+  ],
   ['not matched', 'GET', '"r6"', PRIVATE, undefined, true],
   ['no If-None-Match: the tag is not looked up', 'GET', null, PRIVATE, undefined, false],
   ['a write: the tag is not looked up', 'PUT', '"r7"', PRIVATE, undefined, false],
-  ['malformed: 400 before the tag is looked up (before a 404)', 'GET', 'r7', PRIVATE,
+  [
+    'malformed: 400 before the tag is looked up (before a 404)',
+    'GET',
+    'r7',
+    PRIVATE,
     new HttpError(400, 'invalid-header', {
       detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".',
-    }), false],
+    }),
+    false,
+  ],
 ];
 
 for (const [name, method, condition, options, expected, looksUp] of EARLY) {

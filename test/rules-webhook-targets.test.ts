@@ -1,5 +1,5 @@
 /**
- * Webhook target rules (SPEC §15; src/webhooks/targets.ts) as tables: which
+ * Webhook target rules (contract §15; src/webhooks/targets.ts) as tables: which
  * addresses are private, and the exact verdict on a target URL. Hosts are IP
  * literals, `localhost` (the hosts file) or a name under `.invalid` (RFC 6761
  * §6.4: never resolves), so no row needs the network.
@@ -122,8 +122,12 @@ const TARGETS: readonly (readonly [string, string, boolean, TargetCheck])[] = [
   ['unique local', 'http://[fd00::1]/', false, PRIVATE],
   ['link-local', 'http://[fe80::1]/', false, PRIVATE],
   ['site-local', 'http://[fec0::1]/', false, PRIVATE],
-  ['a name that never resolves', 'https://hooks.invalid/x', false,
-    refused('names a host that cannot be resolved (hooks.invalid)')],
+  [
+    'a name that never resolves',
+    'https://hooks.invalid/x',
+    false,
+    refused('names a host that cannot be resolved (hooks.invalid)'),
+  ],
   ['private allowed: loopback', 'http://127.0.0.1:9000/hook', true, ok('http://127.0.0.1:9000/hook')],
   ['private allowed: localhost', 'http://localhost:3000/hook', true, ok('http://localhost:3000/hook')],
   ['private allowed: no lookup at all', 'https://hooks.invalid/x', true, ok('https://hooks.invalid/x')],

@@ -1,5 +1,5 @@
 /**
- * SPEC §1 shutdown, timed on the service as `make run` starts it (a child
+ * contract §1 shutdown, timed on the service as `make run` starts it (a child
  * process): with nothing in flight it exits 0 within 1 s of SIGTERM, whatever
  * keep-alive connections are open; a request in flight finishes first, and its
  * connection does not keep the process waiting afterwards.
@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { startService, type ServiceProcess } from './support/process.ts';
 
-/** SPEC §1: "With nothing in flight it exits within 1 s." */
+/** contract §1: "With nothing in flight it exits within 1 s." */
 const EXIT_WITHIN_MS = 1_000;
 
 describe('shutdown on SIGTERM', () => {
@@ -47,7 +47,9 @@ describe('shutdown on SIGTERM', () => {
       request({ host: '127.0.0.1', port: port(s), path: '/v1/products', agent }, (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     assert.equal(status, 200);
     const exited = once(s.process, 'exit');
@@ -64,7 +66,9 @@ describe('shutdown on SIGTERM', () => {
   it('lets a request in flight finish, closes its keep-alive connection after the response, and exits within 1 s of it', async () => {
     const s = await start();
     const socket = await openSocket(s);
-    socket.write('POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n');
+    socket.write(
+      'POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n',
+    );
     // "100 Continue": the server has parsed the request head, so it is in flight.
     const [continued] = (await once(socket, 'data')) as [Buffer];
     assert.equal(continued.toString('latin1'), 'HTTP/1.1 100 Continue\r\n\r\n');

@@ -138,20 +138,23 @@ describe('SQL statement names', () => {
       "const pick = wanted ? list : 'NotAStatement';",
       "await db.one(name, ['NotEither']);",
     ].join('\n');
-    assert.deepEqual(statementNamesIn(source).map((n) => [n.name, n.line, n.site]), [
-      ['GetA', 1, '.one('],
-      ['ListB', 3, '.many('],
-      ['DoC', 6, '.exec('],
-      ['ComposeD', 6, '.composed('],
-      ['ListE', 7, 'fetchPage('],
-      ['CountE', 7, 'fetchPage('],
-      ['ListF', 8, 'list:'],
-      ['CountF', 8, 'count:'],
-      ['ListG', 10, 'list:'],
-      ['ListH', 10, 'list:'],
-      ['CountG', 11, 'count:'],
-      ['Stmt', 13, '.statement('],
-      ['InTemplate', 14, '.one('],
-    ]);
+    assert.deepEqual(
+      statementNamesIn(source).map((n) => [n.name, n.line, n.site]),
+      [
+        ['GetA', 1, '.one('],
+        ['ListB', 3, '.many('],
+        ['DoC', 6, '.exec('],
+        ['ComposeD', 6, '.composed('],
+        ['ListE', 7, 'fetchPage('],
+        ['CountE', 7, 'fetchPage('],
+        ['ListF', 8, 'list:'],
+        ['CountF', 8, 'count:'],
+        ['ListG', 10, 'list:'],
+        ['ListH', 10, 'list:'],
+        ['CountG', 11, 'count:'],
+        ['Stmt', 13, '.statement('],
+        ['InTemplate', 14, '.one('],
+      ],
+    );
   });
 });

@@ -5,7 +5,8 @@ import { QUERIES_DIR } from '../src/db/database.ts';
 
 describe('parseStatements()', () => {
   it('splits a file at its name headers, keeping comments inside a statement', () => {
-    const source = '-- a file comment\n\n-- name: GetA :one\n-- why\nSELECT 1;\n\n-- name: ListB :many\nSELECT 2\nFROM b;\n';
+    const source =
+      '-- a file comment\n\n-- name: GetA :one\n-- why\nSELECT 1;\n\n-- name: ListB :many\nSELECT 2\nFROM b;\n';
     assert.deepEqual(parseStatements(source, 'x.sql'), [
       { name: 'GetA', shape: 'one', text: '-- why\nSELECT 1', file: 'x.sql' },
       { name: 'ListB', shape: 'many', text: 'SELECT 2\nFROM b', file: 'x.sql' },
@@ -17,7 +18,10 @@ describe('parseStatements()', () => {
   });
 
   it('refuses an empty statement', () => {
-    assert.throws(() => parseStatements('-- name: A :one\n\n-- name: B :one\nSELECT 1;', 'x.sql'), /statement A is empty/);
+    assert.throws(
+      () => parseStatements('-- name: A :one\n\n-- name: B :one\nSELECT 1;', 'x.sql'),
+      /statement A is empty/,
+    );
   });
 });
 

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { generateToken, isWellFormedToken, parseAuthorization, parseScopes, parseTtl, tokenHash } from '../src/auth/tokens.ts';
+import {
+  generateToken,
+  isWellFormedToken,
+  parseAuthorization,
+  parseScopes,
+  parseTtl,
+  tokenHash,
+} from '../src/auth/tokens.ts';
 
 describe('generateToken()', () => {
   it('is ord_ and 32 random bytes in base64url', () => {
@@ -47,7 +54,13 @@ describe('parseAuthorization()', () => {
 
 describe('isWellFormedToken()', () => {
   it('refuses other shapes', () => {
-    for (const t of ['ord_', 'ord_short', 'xyz_' + 'a'.repeat(43), 'ord_' + 'a'.repeat(44), 'ord_' + 'a'.repeat(42) + '=']) {
+    for (const t of [
+      'ord_',
+      'ord_short',
+      `xyz_${'a'.repeat(43)}`,
+      `ord_${'a'.repeat(44)}`,
+      `ord_${'a'.repeat(42)}=`,
+    ]) {
       assert.equal(isWellFormedToken(t), false, t);
     }
   });
@@ -55,7 +68,10 @@ describe('isWellFormedToken()', () => {
 
 describe('parseScopes()', () => {
   it('splits, trims, de-duplicates and reports unknown scopes', () => {
-    assert.deepEqual(parseScopes(' orders:read,orders:read, users:write,,admin '), { scopes: ['orders:read', 'users:write'], unknown: ['admin'] });
+    assert.deepEqual(parseScopes(' orders:read,orders:read, users:write,,admin '), {
+      scopes: ['orders:read', 'users:write'],
+      unknown: ['admin'],
+    });
   });
 });
 
@@ -67,6 +83,7 @@ describe('parseTtl()', () => {
     assert.equal(parseTtl('30d'), 2_592_000);
   });
   it('refuses anything else', () => {
-    for (const t of ['', '0d', '30', 'd', '1w', '-1d', '1.5h', '30 d', '1234567d']) assert.equal(parseTtl(t), undefined, t);
+    for (const t of ['', '0d', '30', 'd', '1w', '-1d', '1.5h', '30 d', '1234567d'])
+      assert.equal(parseTtl(t), undefined, t);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Webhook receivers that misbehave (issue 11, item 3; SPEC §15): every
+ * Webhook receivers that misbehave (issue 11, item 3; contract §15): every
  * attempt ends by its time-out whatever the receiver does; a 2xx answer is a
  * delivery as soon as its head arrives, whatever its body does (Standard
  * Webhooks counts any 2xx as success), while another status's body is read
@@ -43,14 +43,26 @@ const AT_ONCE_MS = TIMEOUT_MS * 0.8;
 /** How long a connection the worker dropped may take to be seen closed by the receiver. */
 const CLOSED_WITHIN_MS = 2_000;
 /** No retries: each delivery gets one attempt, and its outcome is final. */
-const WORKER: Omit<WorkerOptions, 'allowPrivate'> = { pollMs: 20, leaseSeconds: 30, retryDelaysSeconds: [], timeoutMs: TIMEOUT_MS, concurrency: 8 };
+const WORKER: Omit<WorkerOptions, 'allowPrivate'> = {
+  pollMs: 20,
+  leaseSeconds: 30,
+  retryDelaysSeconds: [],
+  timeoutMs: TIMEOUT_MS,
+  concurrency: 8,
+};
 /** The patient server's polls: the production default, far longer than an attempt to a healthy receiver. */
 const PATIENT_POLL_MS = 1_000;
 /**
  * A server whose attempts only its shutdown ends within a test, to watch
  * attempts held open, with few slots: a hung endpoint could fill them all.
  */
-const PATIENT_WORKER = { ...WORKER, pollMs: PATIENT_POLL_MS, retryDelaysSeconds: [60], timeoutMs: 60_000, concurrency: 3 };
+const PATIENT_WORKER = {
+  ...WORKER,
+  pollMs: PATIENT_POLL_MS,
+  retryDelaysSeconds: [60],
+  timeoutMs: 60_000,
+  concurrency: 3,
+};
 /** Deliveries due at once to the hung receiver: twice the patient server's slots. */
 const HUNG_DUE = 2 * PATIENT_WORKER.concurrency;
 /** Deliveries to the healthy receiver: the first held open by the test, then the rest queued behind it. */
@@ -77,26 +89,49 @@ interface Service {
   deliveries(endpointId: number): Promise<Delivery[]>;
 }
 
-interface Attempt { status: number | null; error: string | null; durationMs: number }
+interface Attempt {
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
 /** A row ClaimDeliveries gives (its fields this test reads). */
-interface Claimed { id: number; endpoint_id: number }
-interface Delivery { id: number; status: string; attempts: number; attemptLog: Attempt[] }
+interface Claimed {
+  id: number;
+  endpoint_id: number;
+}
+interface Delivery {
+  id: number;
+  status: string;
+  attempts: number;
+  attemptLog: Attempt[];
+}
 
 async function startService(worker: Omit<WorkerOptions, 'allowPrivate'>): Promise<Service> {
   const t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, undefined, undefined, worker);
   const admin: Account = await t.user('admin');
   let users = 0;
   const send = (method: string, path: string, body?: unknown) =>
-    t.fetch(path, { method, headers: { ...bearer(admin.token), 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    t.fetch(path, {
+      method,
+      headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
   return {
     t,
     send,
     async createUser() {
       users += 1;
-      assert.equal((await send('POST', '/v1/users', { email: `faults${users}.${process.pid}@example.test`, name: 'Faults' })).status, 201);
+      assert.equal(
+        (await send('POST', '/v1/users', { email: `faults${users}.${process.pid}@example.test`, name: 'Faults' }))
+          .status,
+        201,
+      );
     },
     async createOrder() {
-      assert.equal((await send('POST', '/v1/orders', { customerId: admin.id, items: [{ productId: 1, qty: 1 }] })).status, 201);
+      assert.equal(
+        (await send('POST', '/v1/orders', { customerId: admin.id, items: [{ productId: 1, qty: 1 }] })).status,
+        201,
+      );
     },
     async endpoint(url, events) {
       const response = await send('POST', '/v2/webhook-endpoints', { url, events });
@@ -130,7 +165,11 @@ after(async () => {
 });
 
 /** Polls `probe` until it gives a value, and fails once `limitMs` have passed. */
-async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, limitMs: number): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  limitMs: number,
+): Promise<T> {
   const start = performance.now();
   for (;;) {
     const value = await probe();
@@ -142,10 +181,14 @@ async function until<T>(what: string, probe: () => T | undefined | Promise<T | u
 
 /** The endpoint's only delivery on the fast server, once its attempt has been recorded. */
 const recorded = (endpointId: number) =>
-  until(`the attempt to endpoint ${endpointId} recorded`, async () => {
-    const [delivery] = await fast.deliveries(endpointId);
-    return delivery !== undefined && delivery.attemptLog.length > 0 ? delivery : undefined;
-  }, TIMEOUT_MS + 5_000);
+  until(
+    `the attempt to endpoint ${endpointId} recorded`,
+    async () => {
+      const [delivery] = await fast.deliveries(endpointId);
+      return delivery !== undefined && delivery.attemptLog.length > 0 ? delivery : undefined;
+    },
+    TIMEOUT_MS + 5_000,
+  );
 
 interface FakeReceiver {
   readonly url: string;
@@ -199,7 +242,9 @@ function flood(res: ServerResponse): void {
 }
 
 const attemptLines = (deliveryId: number) =>
-  fast.t.logs.filter((line) => line.message === 'webhook attempt' && line.delivery === deliveryId).map(({ level, status, outcome, error }) => ({ level, status, outcome, error }));
+  fast.t.logs
+    .filter((line) => line.message === 'webhook attempt' && line.delivery === deliveryId)
+    .map(({ level, status, outcome, error }) => ({ level, status, outcome, error }));
 
 describe('a webhook receiver that never answers', () => {
   it('has its attempt ended and recorded as failed by the time-out, with full garbage collections running', async () => {
@@ -210,13 +255,18 @@ describe('a webhook receiver that never answers', () => {
       await until('the receiver getting the request', () => receiver.requests[0], 5_000);
       const delivery = await recorded(id);
       assert.deepEqual({ status: delivery.status, attempts: delivery.attempts }, { status: 'failed', attempts: 1 });
-      assert.deepEqual(delivery.attemptLog.map(({ status, error }) => ({ status, error })), [{ status: null, error: `no answer within ${TIMEOUT_MS} ms` }]);
+      assert.deepEqual(
+        delivery.attemptLog.map(({ status, error }) => ({ status, error })),
+        [{ status: null, error: `no answer within ${TIMEOUT_MS} ms` }],
+      );
       const duration = delivery.attemptLog[0]!.durationMs;
       assert.ok(duration >= TIMEOUT_MS - EARLY_MS && duration < TIMEOUT_MS + SLACK_MS, `ended after ${duration} ms`);
       // The worker closed its connection: the attempt is over, not only recorded.
       await until('the connection closed', () => (receiver.open.size === 0 ? true : undefined), CLOSED_WITHIN_MS);
       assert.equal(receiver.requests.length, 1);
-      assert.deepEqual(attemptLines(delivery.id), [{ level: 'warn', status: null, outcome: 'failed', error: `no answer within ${TIMEOUT_MS} ms` }]);
+      assert.deepEqual(attemptLines(delivery.id), [
+        { level: 'warn', status: null, outcome: 'failed', error: `no answer within ${TIMEOUT_MS} ms` },
+      ]);
     } finally {
       await fast.send('DELETE', `/v2/webhook-endpoints/${id}`);
       await receiver.close();
@@ -238,28 +288,62 @@ interface HostileCase {
  * followed), the attempt recorded and logged, and, when the worker cut the
  * answer short, the connection closed rather than kept for reuse.
  */
-async function deliverToEach(cases: readonly HostileCase[], outcome: 'delivered' | 'failed', ctx: TestContext): Promise<void> {
+async function deliverToEach(
+  cases: readonly HostileCase[],
+  outcome: 'delivered' | 'failed',
+  ctx: TestContext,
+): Promise<void> {
   const receivers = await Promise.all(cases.map((c) => startFakeReceiver(c.behave)));
   const ids: number[] = [];
   try {
     for (const receiver of receivers) ids.push(await fast.endpoint(receiver.url, ['order.created']));
     await fast.createOrder();
     const outcomes = await Promise.all(ids.map((id) => recorded(id)));
-    ctx.diagnostic(`attempts ended after ${outcomes.map((delivery, i) => `${delivery.attemptLog[0]?.durationMs} ms (${cases[i]!.name})`).join(', ')}`);
+    ctx.diagnostic(
+      `attempts ended after ${outcomes.map((delivery, i) => `${delivery.attemptLog[0]?.durationMs} ms (${cases[i]!.name})`).join(', ')}`,
+    );
     for (const [i, c] of cases.entries()) {
       const delivery = outcomes[i]!;
-      assert.deepEqual({ status: delivery.status, attempts: delivery.attempts }, { status: outcome, attempts: 1 }, c.name);
-      assert.deepEqual(delivery.attemptLog.map(({ status, error }) => ({ status, error })), [c.expected], c.name);
+      assert.deepEqual(
+        { status: delivery.status, attempts: delivery.attempts },
+        { status: outcome, attempts: 1 },
+        c.name,
+      );
+      assert.deepEqual(
+        delivery.attemptLog.map(({ status, error }) => ({ status, error })),
+        [c.expected],
+        c.name,
+      );
       const duration = delivery.attemptLog[0]!.durationMs;
-      if (outcome === 'delivered') assert.ok(duration < AT_ONCE_MS, `${c.name}: ended after ${duration} ms, not at once`);
-      else if (c.byTimeout) assert.ok(duration >= TIMEOUT_MS - EARLY_MS && duration < TIMEOUT_MS + SLACK_MS, `${c.name}: ended after ${duration} ms`);
+      if (outcome === 'delivered')
+        assert.ok(duration < AT_ONCE_MS, `${c.name}: ended after ${duration} ms, not at once`);
+      else if (c.byTimeout)
+        assert.ok(
+          duration >= TIMEOUT_MS - EARLY_MS && duration < TIMEOUT_MS + SLACK_MS,
+          `${c.name}: ended after ${duration} ms`,
+        );
       else assert.ok(duration < TIMEOUT_MS, `${c.name}: ended after ${duration} ms`);
       assert.equal(receivers[i]!.requests.length, 1, `${c.name}: one request, no redirect followed`);
-      assert.deepEqual(attemptLines(delivery.id), [{ level: outcome === 'delivered' ? 'info' : 'warn', status: c.expected.status, outcome, error: c.expected.error ?? undefined }], c.name);
+      assert.deepEqual(
+        attemptLines(delivery.id),
+        [
+          {
+            level: outcome === 'delivered' ? 'info' : 'warn',
+            status: c.expected.status,
+            outcome,
+            error: c.expected.error ?? undefined,
+          },
+        ],
+        c.name,
+      );
       // An answer cut off (a 2xx's body, or another cut by the deadline or the cap) is cut
       // off for good: the connection is closed, not kept for reuse.
       if (outcome === 'delivered' || c.expected.error !== null) {
-        await until(`${c.name}: the connection closed`, () => (receivers[i]!.open.size === 0 ? true : undefined), CLOSED_WITHIN_MS);
+        await until(
+          `${c.name}: the connection closed`,
+          () => (receivers[i]!.open.size === 0 ? true : undefined),
+          CLOSED_WITHIN_MS,
+        );
       }
     }
   } finally {
@@ -301,7 +385,9 @@ describe('a webhook receiver that answers 2xx, then misbehaves with the body', (
     {
       name: '200 with a complete body of 100 KiB',
       behave: (res) => {
-        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(100 * 1024) }).end('x'.repeat(100 * 1024));
+        res
+          .writeHead(200, { 'content-type': 'text/plain', 'content-length': String(100 * 1024) })
+          .end('x'.repeat(100 * 1024));
       },
       expected: delivered,
       byTimeout: false,
@@ -370,9 +456,11 @@ describe('a webhook receiver that answers another status in a hostile way', () =
 describe('a hung webhook receiver beside a healthy one', () => {
   /** Each delivery's status, attempt count and recorded attempts, straight from the database. */
   const states = async (endpointId: number) =>
-    (await patient.t.server.db.sql<{ status: string; attempts: number; recorded: number }[]>`
+    (
+      await patient.t.server.db.sql<{ status: string; attempts: number; recorded: number }[]>`
       SELECT d.status, d.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.delivery_id = d.id) AS recorded
-      FROM webhook_deliveries d WHERE d.endpoint_id = ${endpointId} ORDER BY d.id`).map((row) => ({ ...row }));
+      FROM webhook_deliveries d WHERE d.endpoint_id = ${endpointId} ORDER BY d.id`
+    ).map((row) => ({ ...row }));
 
   /**
    * Watches the patient worker's claims (its polls, and its claims when an
@@ -399,14 +487,26 @@ describe('a hung webhook receiver beside a healthy one', () => {
       async next(count: number, limitMs: number): Promise<unknown[][]> {
         const from = claims.length;
         try {
-          return await until(`${count} claims of the worker`, () => {
-            const ended = claims.slice(from, from + count).flatMap((claim) => (claim.claimed === undefined ? [] : [claim.claimed]));
-            return ended.length === count || ended.some((claimed) => claimed.length > 0) ? ended : undefined;
-          }, limitMs);
+          return await until(
+            `${count} claims of the worker`,
+            () => {
+              const ended = claims
+                .slice(from, from + count)
+                .flatMap((claim) => (claim.claimed === undefined ? [] : [claim.claimed]));
+              return ended.length === count || ended.some((claimed) => claimed.length > 0) ? ended : undefined;
+            },
+            limitMs,
+          );
         } catch (error) {
           // A worker with every slot taken claims again only when an attempt ends: say what filled them.
-          const taken = claims.map((claim) => (claim.claimed ?? []).map((delivery) => `${(delivery as Claimed).id} (endpoint ${(delivery as Claimed).endpoint_id})`));
-          throw new Error(`${(error as Error).message}; the deliveries each claim took since the test began: ${JSON.stringify(taken)}`);
+          const taken = claims.map((claim) =>
+            (claim.claimed ?? []).map(
+              (delivery) => `${(delivery as Claimed).id} (endpoint ${(delivery as Claimed).endpoint_id})`,
+            ),
+          );
+          throw new Error(
+            `${(error as Error).message}; the deliveries each claim took since the test began: ${JSON.stringify(taken)}`,
+          );
         }
       },
     };
@@ -453,17 +553,33 @@ describe('a hung webhook receiver beside a healthy one', () => {
       // The healthy receiver answers: each attempt's end claims the next at once, not at the next poll.
       started = performance.now();
       openGate();
-      await until('every healthy delivery recorded', async () => {
-        const rows = await states(healthyId);
-        return rows.length === HEALTHY_DUE && rows.every((row) => row.status === 'delivered') ? rows : undefined;
-      }, 10_000);
+      await until(
+        'every healthy delivery recorded',
+        async () => {
+          const rows = await states(healthyId);
+          return rows.length === HEALTHY_DUE && rows.every((row) => row.status === 'delivered') ? rows : undefined;
+        },
+        10_000,
+      );
       const restMs = performance.now() - started;
-      ctx.diagnostic(`first healthy delivery ${Math.round(firstMs)} ms after its event, the other ${HEALTHY_DUE - 1} in ${Math.round(restMs)} ms, beside a hung attempt with ${HUNG_DUE - 1} more due`);
-      assert.ok(restMs < QUEUED_WITHIN_MS, `${HEALTHY_DUE - 1} queued deliveries took ${Math.round(restMs)} ms: claimed at polls, not at once`);
+      ctx.diagnostic(
+        `first healthy delivery ${Math.round(firstMs)} ms after its event, the other ${HEALTHY_DUE - 1} in ${Math.round(restMs)} ms, beside a hung attempt with ${HUNG_DUE - 1} more due`,
+      );
+      assert.ok(
+        restMs < QUEUED_WITHIN_MS,
+        `${HEALTHY_DUE - 1} queued deliveries took ${Math.round(restMs)} ms: claimed at polls, not at once`,
+      );
       assert.equal(healthyMostOpen, 1);
       assert.equal(healthy.requests.length, HEALTHY_DUE);
-      const delivered = (await patient.deliveries(healthyId)).map(({ status, attempts, attemptLog }) => ({ status, attempts, log: attemptLog.map(({ status, error }) => ({ status, error })) }));
-      assert.deepEqual(delivered, Array(HEALTHY_DUE).fill({ status: 'delivered', attempts: 1, log: [{ status: 204, error: null }] }));
+      const delivered = (await patient.deliveries(healthyId)).map(({ status, attempts, attemptLog }) => ({
+        status,
+        attempts,
+        log: attemptLog.map(({ status, error }) => ({ status, error })),
+      }));
+      assert.deepEqual(
+        delivered,
+        Array(HEALTHY_DUE).fill({ status: 'delivered', attempts: 1, log: [{ status: 204, error: null }] }),
+      );
 
       // The hung endpoint still has exactly one attempt open; the rest wait, unclaimed.
       assert.equal(hung.requests.length, 1);
@@ -477,7 +593,11 @@ describe('a hung webhook receiver beside a healthy one', () => {
       await patient.send('DELETE', `/v2/webhook-endpoints/${healthyId}`);
       // Shutting down ends the hung attempt (stop() aborts attempts in flight).
       await patient.t.close();
-      await until('the hung connection closed by the shutdown', () => (hung.open.size === 0 ? true : undefined), CLOSED_WITHIN_MS);
+      await until(
+        'the hung connection closed by the shutdown',
+        () => (hung.open.size === 0 ? true : undefined),
+        CLOSED_WITHIN_MS,
+      );
       await Promise.all([hung.close(), healthy.close()]);
     }
   });

@@ -1,4 +1,4 @@
-// The peer (SPEC §14): what a Node team would write in ten minutes instead
+// The peer (contract §14): what a Node team would write in ten minutes instead
 // of using the service. Fastify 5 and the `postgres` driver, one route,
 // GET /orders/:id: the order with its items as JSON by primary key, in the
 // v1 shape, no auth, no ETag, no rate limit, no request log. Plain
@@ -41,10 +41,14 @@ app.get('/orders/:id', async (request, reply) => {
     WHERE o.id = ${id}`;
   if (row === undefined) return reply.code(404).send({ error: 'not found' });
   return {
-    id: row.id, customerId: row.customer_id, status: row.status, currency: row.currency,
+    id: row.id,
+    customerId: row.customer_id,
+    status: row.status,
+    currency: row.currency,
     total: Number(row.total),
     items: row.items.map((item) => ({ ...item, unitPrice: Number(item.unitPrice) })),
-    createdAt: row.created_at, updatedAt: row.updated_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 });
 

@@ -1,4 +1,4 @@
--- Tokens and the principals behind them (SPEC §6).
+-- Tokens and the principals behind them (contract §6).
 
 -- name: FindActiveToken :one
 -- The principal behind a token hash, when the token is neither expired nor revoked.

@@ -1,4 +1,4 @@
--- The event log and webhooks (SPEC §15; src/events/*.ts).
+-- The event log and webhooks (contract §15; src/events/*.ts).
 
 -- name: InsertEvent :one
 -- An event, in the transaction of its change, and a pending delivery to every

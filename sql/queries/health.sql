@@ -1,3 +1,3 @@
 -- name: Ping :one
--- Readiness (SPEC §1): the database answers.
+-- Readiness (contract §1): the database answers.
 SELECT 1 AS ok;

@@ -1,4 +1,4 @@
--- Idempotency keys (SPEC §7; src/idempotency.ts).
+-- Idempotency keys (contract §7; src/idempotency.ts).
 
 -- name: ClaimIdempotencyKey :one
 -- Taken at the start of the request's transaction: tries the advisory lock

@@ -1,4 +1,4 @@
--- Figures GET /metrics reads from the database at each scrape (SPEC §16;
+-- Figures GET /metrics reads from the database at each scrape (contract §16;
 -- src/metrics/route.ts), under a 1 s deadline.
 
 -- name: MetricsFigures :one

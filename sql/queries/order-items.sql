@@ -1,4 +1,4 @@
--- Order items as a collection (SPEC §4: GET /order-items?orderId=N).
+-- Order items as a collection (contract §4: GET /order-items?orderId=N).
 
 -- name: ListOrderItems :many
 -- {{where}}: fixed fragments from src/orders/items.ts; {{orderBy}}: the fixed

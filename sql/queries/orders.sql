@@ -1,10 +1,10 @@
--- Orders and their items (SPEC §2, §3, §4). An order is always read with its
+-- Orders and their items (contract §2, §3, §4). An order is always read with its
 -- items embedded as JSON, in id order: one query, never one per order.
 -- unitPrice and total travel as text so no float ever touches money.
 
 -- name: GetOrder :one
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
--- revision is not part of the representation: it makes the entity tag (SPEC §9).
+-- revision is not part of the representation: it makes the entity tag (contract §9).
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
        coalesce((SELECT json_agg(json_build_object(
                    'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
@@ -15,7 +15,7 @@ WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: GetOrderJson :one
--- The order as API version $3 (1 or 2) represents it (SPEC §2), as JSON text
+-- The order as API version $3 (1 or 2) represents it (contract §2), as JSON text
 -- ready to send, with the revision for its entity tag: a GET sends the
 -- database's bytes as they are, with no JSON parsing of the items, no Date
 -- objects and no serializing in the service. The bytes are exactly those of
@@ -58,7 +58,7 @@ WHERE o.id = $1
 -- name: LockOrder :one
 -- The order's writable state, locked until the transaction ends, so that two
 -- writers of one order are serialized and each sees the other's result; with
--- the revision that If-Match is compared against under the lock (SPEC §9).
+-- the revision that If-Match is compared against under the lock (contract §9).
 -- $1: order id; $2: the owning customer, or NULL (an admin).
 SELECT o.id, o.customer_id, o.status, o.currency, o.revision
 FROM orders o
@@ -67,7 +67,7 @@ WHERE o.id = $1
 FOR UPDATE;
 
 -- name: GetOrderRevision :one
--- The revision alone, for an If-None-Match on one order (SPEC §9): one
+-- The revision alone, for an If-None-Match on one order (contract §9): one
 -- primary-key lookup, no items, nothing built. Ownership as in GetOrder, so
 -- another customer's order is as missing here as there (404, never 304).
 -- $1: order id; $2: the owning customer, or NULL (an admin).
@@ -147,13 +147,13 @@ FROM products
 WHERE id = ANY ($1::bigint[]);
 
 -- name: CreateOrder :one
--- A new pending order and its items, written only if the rules of SPEC §4
+-- A new pending order and its items, written only if the rules of contract §4
 -- that need the database hold: the customer exists (checked when $2: an
 -- admin names one; a customer's own id needs no check), every product is
 -- known, all in one currency, and the total fits numeric(12,2). Otherwise
 -- nothing is written and the row says why, for src/orders/store.ts to name
 -- each item at fault: a refusal is a row, never an error, so the request's
--- transaction goes on (to store it, SPEC §7). Unit prices are captured from
+-- transaction goes on (to store it, contract §7). Unit prices are captured from
 -- the catalog in the same statement. $1: customer id, $2: check the
 -- customer, $3: product ids, $4: quantities (same order as $3; the items get
 -- ids in that order). Returns id (NULL when refused), customer_known, and
@@ -191,7 +191,7 @@ FROM checked c;
 -- name: RecordOrderCreated :one
 -- The order CreateOrder has just written, read as GetOrder reads it (after
 -- the triggers of its items have moved its revision), and its order.created
--- event (SPEC §15) written from that same row in the same statement, with a
+-- event (contract §15) written from that same row in the same statement, with a
 -- pending delivery to every endpoint subscribed to the type, as InsertEvent
 -- (events.sql) writes them. The event's data is the order's v2
 -- representation (src/orders/representation.ts): money as a decimal string

@@ -1,4 +1,4 @@
--- Payments (SPEC §4). A payment and the order's move to paid commit in one transaction.
+-- Payments (contract §4). A payment and the order's move to paid commit in one transaction.
 
 -- name: LockOrderForPayment :one
 -- The order to pay, locked until the transaction ends. $1: order id; $2: the

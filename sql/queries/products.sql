@@ -1,4 +1,4 @@
--- The product catalog (SPEC §2, §4). Public.
+-- The product catalog (contract §2, §4). Public.
 
 -- name: GetProduct :one
 SELECT id, sku, name, price, currency, created_at

@@ -1,4 +1,4 @@
--- Users (SPEC §2, §6).
+-- Users (contract §2, §6).
 
 -- name: GetUser :one
 SELECT id, email, name, role, created_at

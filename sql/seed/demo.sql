@@ -1,4 +1,4 @@
--- The demo catalog and users (SPEC §1), loaded on the first creation of the
+-- The demo catalog and users (contract §1), loaded on the first creation of the
 -- embedded database and by `orders seed`. Idempotent: running it again adds
 -- nothing and changes nothing.
 

@@ -1,7 +1,7 @@
 /**
- * Turns an `Authorization` header into a principal (SPEC §6). Validated
+ * Turns an `Authorization` header into a principal (contract §6). Validated
  * tokens are cached for at most `CACHE_TTL_MS`, so a revoked token stops
- * working within that time even in another process (SPEC: within 5 s).
+ * working within that time even in another process (contract §6: within 5 s).
  * Reads never write: nothing like a "last used" time is updated.
  */
 import type { Database } from '../db/database.ts';
@@ -54,7 +54,12 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
       cache.delete(key);
       const row = await db.one<TokenRow>('FindActiveToken', [hash]);
       if (row === undefined) throw unauthorized(true);
-      const principal: Principal = { userId: row.user_id, role: row.role, tokenId: row.token_id, scopes: new Set(row.scopes) };
+      const principal: Principal = {
+        userId: row.user_id,
+        role: row.role,
+        tokenId: row.token_id,
+        scopes: new Set(row.scopes),
+      };
       // Never cache past the token's own expiry.
       const until = Math.min(at + CACHE_TTL_MS, row.expires_at?.getTime() ?? Infinity);
       if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
@@ -64,7 +69,7 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
   };
 }
 
-/** 401 with the `WWW-Authenticate` forms of SPEC §6 (RFC 6750 §3). */
+/** 401 with the `WWW-Authenticate` forms of contract §6 (RFC 6750 §3). */
 export function unauthorized(tokenWasSent: boolean): HttpError {
   return new HttpError(401, 'unauthorized', {
     detail: tokenWasSent ? 'The bearer token is unknown, expired or revoked.' : 'This resource needs a bearer token.',

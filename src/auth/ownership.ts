@@ -20,9 +20,14 @@ export function ownerLimit(principal: Principal): number | null {
  * customer sees only their own orders' things. `orderColumn` is the fixed
  * SQL column of the order id (`i.order_id`, `p.order_id`); the order is `o`.
  */
-export function orderScopedConditions(principal: Principal, orderId: number | undefined, orderColumn: string): Condition[] {
+export function orderScopedConditions(
+  principal: Principal,
+  orderId: number | undefined,
+  orderColumn: string,
+): Condition[] {
   const owner = ownerLimit(principal);
-  if (owner !== null && orderId === undefined) throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
+  if (owner !== null && orderId === undefined)
+    throw invalidQuery([{ parameter: 'orderId', detail: 'is required for customers' }]);
   const conditions: Condition[] = [];
   if (owner !== null) conditions.push({ sql: (p) => `o.customer_id = ${p}`, value: owner });
   if (orderId !== undefined) conditions.push({ sql: (p) => `${orderColumn} = ${p}`, value: orderId });

@@ -1,4 +1,4 @@
-/** Creating, listing and revoking tokens (SPEC §1 command-line tool, §6). */
+/** Creating, listing and revoking tokens (contract §1 command-line tool, §6). */
 import type { Database } from '../db/database.ts';
 import { generateToken, tokenHash, type Scope } from './tokens.ts';
 
@@ -21,11 +21,23 @@ interface TokenRow {
 }
 
 function toRecord(row: TokenRow): TokenRecord {
-  return { id: row.id, userId: row.user_id, scopes: row.scopes, createdAt: row.created_at, expiresAt: row.expires_at, revokedAt: row.revoked_at };
+  return {
+    id: row.id,
+    userId: row.user_id,
+    scopes: row.scopes,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    revokedAt: row.revoked_at,
+  };
 }
 
 /** Creates a token for `userId`; the returned `token` is the only copy of the secret. */
-export async function createToken(db: Database, userId: number, scopes: readonly Scope[], ttlSeconds: number | null): Promise<{ token: string; record: TokenRecord }> {
+export async function createToken(
+  db: Database,
+  userId: number,
+  scopes: readonly Scope[],
+  ttlSeconds: number | null,
+): Promise<{ token: string; record: TokenRecord }> {
   const token = generateToken();
   const row = await db.one<TokenRow>('InsertToken', [userId, tokenHash(token), scopes, ttlSeconds]);
   return { token, record: toRecord(row as TokenRow) };

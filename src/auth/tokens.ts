@@ -1,12 +1,18 @@
 /**
- * Opaque bearer tokens (SPEC §6): `ord_` and 32 random bytes in base64url.
+ * Opaque bearer tokens (contract §6): `ord_` and 32 random bytes in base64url.
  * Only the SHA-256 of the whole string is stored. Pure functions, no I/O.
  */
 import { hash, randomBytes } from 'node:crypto';
 
 export const SCOPES = [
-  'orders:read', 'orders:write', 'payments:read', 'payments:write',
-  'users:read', 'users:write', 'events:read', 'webhooks:write',
+  'orders:read',
+  'orders:write',
+  'payments:read',
+  'payments:write',
+  'users:read',
+  'users:write',
+  'events:read',
+  'webhooks:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -57,7 +63,10 @@ export function parseAuthorization(value: string | null): Credentials {
 export function parseScopes(value: string): { scopes: Scope[]; unknown: string[] } {
   const scopes: Scope[] = [];
   const unknown: string[] = [];
-  for (const part of value.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const part of value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     if ((SCOPES as readonly string[]).includes(part)) {
       if (!scopes.includes(part as Scope)) scopes.push(part as Scope);
     } else unknown.push(part);

@@ -1,5 +1,5 @@
 /**
- * JSON lines on stdout (SPEC §13): one object per line with `time` and
+ * JSON lines on stdout (contract §13): one object per line with `time` and
  * `level` first. Callers pass plain fields; never a token or a body.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -58,7 +58,9 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
     // The line as JSON.stringify({ time, level, message, ...fields }) would
     // write it, without copying the fields into a new object first.
     const rest = fields === undefined ? '{}' : JSON.stringify(fields);
-    write(`{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}${rest === '{}' ? '}' : `,${rest.slice(1)}`}\n`);
+    write(
+      `{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}${rest === '{}' ? '}' : `,${rest.slice(1)}`}\n`,
+    );
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
@@ -67,5 +69,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
 export function errorFields(error: unknown): LogFields {
   if (!(error instanceof Error)) return { error: String(error) };
   const code = (error as { code?: unknown }).code;
-  return { error: { name: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack } };
+  return {
+    error: { name: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack },
+  };
 }

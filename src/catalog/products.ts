@@ -1,4 +1,4 @@
-/** The product catalog (SPEC §2, §4): public, read-only over HTTP. */
+/** The product catalog (contract §2, §4): public, read-only over HTTP. */
 import * as v from 'valibot';
 import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
@@ -27,12 +27,27 @@ export function productRepresentation(row: ProductRow, version: Version) {
     : { ...common, price: money(row.price, row.currency, version), createdAt: row.created_at };
 }
 
-const ProductV1 = named('ProductV1', v.strictObject({
-  id: Id, sku: v.string(), name: v.string(), price: MoneyNumber, currency: Currency, createdAt: Timestamp,
-}));
-const ProductV2 = named('ProductV2', v.strictObject({
-  id: Id, sku: v.string(), name: v.string(), price: Money, createdAt: Timestamp,
-}));
+const ProductV1 = named(
+  'ProductV1',
+  v.strictObject({
+    id: Id,
+    sku: v.string(),
+    name: v.string(),
+    price: MoneyNumber,
+    currency: Currency,
+    createdAt: Timestamp,
+  }),
+);
+const ProductV2 = named(
+  'ProductV2',
+  v.strictObject({
+    id: Id,
+    sku: v.string(),
+    name: v.string(),
+    price: Money,
+    createdAt: Timestamp,
+  }),
+);
 const PRODUCT = { v1: ProductV1, v2: ProductV2 };
 const PRODUCT_PAGE = { v1: page('ProductPageV1', ProductV1), v2: page('ProductPageV2', ProductV2) };
 
@@ -54,18 +69,29 @@ async function getProduct(ctx: RequestContext): Promise<Response> {
 
 export const productRoutes: readonly RouteSpec[] = [
   {
-    method: 'GET', pattern: '/products', auth: 'public', cache: 'public', handler: listProducts,
+    method: 'GET',
+    pattern: '/products',
+    auth: 'public',
+    cache: 'public',
+    handler: listProducts,
     doc: {
       summary: 'List the product catalog',
-      description: 'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by shared caches (Cache-Control: public).',
-      success: { status: 200, schema: PRODUCT_PAGE }, list: LIST,
+      description:
+        'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by shared caches (Cache-Control: public).',
+      success: { status: 200, schema: PRODUCT_PAGE },
+      list: LIST,
     },
   },
   {
-    method: 'GET', pattern: '/products/{id:int}', auth: 'public', cache: 'public', handler: getProduct,
+    method: 'GET',
+    pattern: '/products/{id:int}',
+    auth: 'public',
+    cache: 'public',
+    handler: getProduct,
     doc: {
       summary: 'Get a product',
-      description: 'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount string and a currency). Public and cacheable by shared caches.',
+      description:
+        'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount string and a currency). Public and cacheable by shared caches.',
       success: { status: 200, schema: PRODUCT },
     },
   },

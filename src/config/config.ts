@@ -1,5 +1,5 @@
 /**
- * The service's configuration (SPEC §1), read once from the environment.
+ * The service's configuration (contract §1), read once from the environment.
  * An invalid value throws a ConfigError whose message is one line naming the
  * variable; `main.ts` prints it and exits.
  */
@@ -7,8 +7,6 @@ import type { LogLevel } from '../base/logger.ts';
 import type { RateLimit } from '../http/rate-limit.ts';
 import { parseOrigin, type CorsOrigins } from '../http/cors.ts';
 import { parseProxyEntry, type ProxyRange } from '../http/client-address.ts';
-
-
 
 export interface Config {
   readonly port: number;
@@ -28,11 +26,11 @@ export interface Config {
   readonly workers: number;
   /** `WEBHOOK_ALLOW_PRIVATE=1`: webhook targets may be private or loopback addresses (tests, local development). */
   readonly webhookAllowPrivate: boolean;
-  /** `CORS_ORIGINS` (SPEC §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at all. */
+  /** `CORS_ORIGINS` (contract §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at all. */
   readonly corsOrigins?: CorsOrigins;
-  /** `TRUST_PROXY` (SPEC §16): the reverse proxies whose forwarded client address is believed; absent: none. */
+  /** `TRUST_PROXY` (contract §16): the reverse proxies whose forwarded client address is believed; absent: none. */
   readonly trustProxy?: readonly ProxyRange[];
-  /** `METRICS_TOKEN` (SPEC §16): the bearer token `GET /metrics` needs; absent: none. */
+  /** `METRICS_TOKEN` (contract §16): the bearer token `GET /metrics` needs; absent: none. */
   readonly metricsToken?: string;
 }
 
@@ -65,7 +63,7 @@ export function loadConfig(env: Env = process.env): Config {
     workers: integer(env, 'WORKERS', 1, 1, 64),
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
   };
-  // SPEC §16's variables are absent from the configuration when unset.
+  // contract §16's variables are absent from the configuration when unset.
   const corsOrigins = cors(env);
   const trustProxy = proxies(env);
   const metricsToken = bearerToken(env, 'METRICS_TOKEN');
@@ -130,7 +128,9 @@ function rateLimit(env: Env): RateLimit | undefined {
   if (value === 'off') return undefined;
   const match = RATE_LIMIT.exec(value);
   if (!match) {
-    throw new ConfigError(`RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got ${JSON.stringify(value)}`);
+    throw new ConfigError(
+      `RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got ${JSON.stringify(value)}`,
+    );
   }
   return { limit: Number(match[1]), windowSeconds: Number(match[2]) };
 }
@@ -139,7 +139,9 @@ function date(env: Env, name: string, fallback: string): Date {
   const value = raw(env, name) ?? fallback;
   const parsed = RFC3339.test(value) ? new Date(value) : new Date(NaN);
   if (Number.isNaN(parsed.getTime())) {
-    throw new ConfigError(`${name} must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got ${JSON.stringify(value)}`);
+    throw new ConfigError(
+      `${name} must be an RFC 3339 timestamp such as 2026-12-01T00:00:00Z, got ${JSON.stringify(value)}`,
+    );
   }
   return parsed;
 }
@@ -153,7 +155,9 @@ function cors(env: Env): CorsOrigins | undefined {
   for (const entry of value.split(',').map((part) => part.trim())) {
     const origin = parseOrigin(entry);
     if (origin === undefined) {
-      throw new ConfigError(`CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`);
+      throw new ConfigError(
+        `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`,
+      );
     }
     origins.add(origin);
   }
@@ -168,7 +172,9 @@ function proxies(env: Env): ProxyRange[] | undefined {
   for (const entry of value.split(',').map((part) => part.trim())) {
     const parsed = parseProxyEntry(entry);
     if (parsed === undefined) {
-      throw new ConfigError(`TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`);
+      throw new ConfigError(
+        `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`,
+      );
     }
     ranges.push(...parsed);
   }
@@ -182,6 +188,7 @@ function bearerToken(env: Env, name: string): string | undefined {
   const value = raw(env, name);
   if (value === undefined) return undefined;
   // Never echo the value: it is a secret.
-  if (!BEARER_TOKEN.test(value)) throw new ConfigError(`${name} must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)`);
+  if (!BEARER_TOKEN.test(value))
+    throw new ConfigError(`${name} must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)`);
   return value;
 }

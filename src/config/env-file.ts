@@ -1,5 +1,5 @@
 /**
- * The `.env` file (SPEC §1): in the working directory, when present, it
+ * The `.env` file (contract §1): in the working directory, when present, it
  * supplies the variables that the environment does not already set; the
  * environment wins. A malformed file is refused whole, with one line naming
  * the file, the line and what is wrong: start-up stops rather than run with
@@ -66,9 +66,13 @@ export function parseEnvFile(text: string, fileName: string): Map<string, string
     const assignment = line.replace(EXPORT_PREFIX, '');
     const equals = assignment.indexOf('=');
     // Only the first word: the rest of a mistyped line may be a secret (DATABASE_URL postgres://u:password@…).
-    if (equals === -1) fail(`expected NAME=value, got a line without "=" starting ${JSON.stringify(line.split(/\s/, 1)[0]?.slice(0, 40))}`);
+    if (equals === -1)
+      fail(
+        `expected NAME=value, got a line without "=" starting ${JSON.stringify(line.split(/\s/, 1)[0]?.slice(0, 40))}`,
+      );
     const name = assignment.slice(0, equals).trim();
-    if (!NAME.test(name)) fail(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
+    if (!NAME.test(name))
+      fail(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
     const first = definedOn.get(name);
     if (first !== undefined) fail(`${name} is defined twice (first on line ${first})`);
     values.set(name, parseValue(assignment.slice(equals + 1), name, fail));

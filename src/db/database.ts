@@ -123,7 +123,7 @@ export const QUERIES_DIR = join(SQL_DIR, 'queries');
 
 const BIGINT_OID = 20;
 
-/** SPEC §11: the server cancels a statement after 5 s. */
+/** contract §11: the server cancels a statement after 5 s. */
 export const STATEMENT_TIMEOUT_MS = 5_000;
 /**
  * A connection to a real server that has received nothing for this long
@@ -138,7 +138,7 @@ export const STALLED_CONNECTION_MS = STATEMENT_TIMEOUT_MS + 2_000;
 /**
  * Seconds before the driver reconnects after its `retries`-th failure in a
  * row: 50 ms doubling up to 1 s. (The driver's own grows to 20 s, longer
- * than any request waits: SPEC §11.)
+ * than any request waits: contract §11.)
  */
 export function reconnectDelaySeconds(retries: number): number {
   return Math.min(0.05 * 2 ** retries, 1);
@@ -152,11 +152,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     idle_timeout: 60,
     backoff: reconnectDelaySeconds,
     onnotice: () => {},
-    // Identifiers are bigint but always within 2^53−1 (SPEC §2): JSON numbers.
+    // Identifiers are bigint but always within 2^53−1 (contract §2): JSON numbers.
     types: {
-      bigint: { to: BIGINT_OID, from: [BIGINT_OID], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
+      bigint: {
+        to: BIGINT_OID,
+        from: [BIGINT_OID],
+        serialize: (v: number) => String(v),
+        parse: (v: string) => Number(v),
+      },
     },
-    // SPEC §11: 5 s per statement. PGlite ignores it (it has no timers).
+    // contract §11: 5 s per statement. PGlite ignores it (it has no timers).
     connection: { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS },
   };
   let sql: Sql;
@@ -167,7 +172,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     // One connection: PGlite has a single backend, so the unnamed portals and
     // statements of concurrent connections would clobber one another
     // (SQLSTATE 34000 "portal does not exist"). The pool queues instead.
-    sql = postgres({ ...common, max: 1, path: embedded.socketPath, username: 'postgres', database: 'postgres' }) as unknown as Sql;
+    sql = postgres({
+      ...common,
+      max: 1,
+      path: embedded.socketPath,
+      username: 'postgres',
+      database: 'postgres',
+    }) as unknown as Sql;
   } else {
     // Not for the embedded database: it runs in this process, where a long
     // statement holds back the timers too, and no link between can fail.
@@ -209,10 +220,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
    * declares another result shape than the caller's (`-- name: X :one`
    * run with `many()` is a bug in one of the two).
    */
-  const run = (name: string, shape: ResultShape, params: readonly Param[], on: Queryable, fragments?: Readonly<Record<string, string>>) => {
+  const run = (
+    name: string,
+    shape: ResultShape,
+    params: readonly Param[],
+    on: Queryable,
+    fragments?: Readonly<Record<string, string>>,
+  ) => {
     const found = statement(name);
     // A composed statement is a page (:many) or the count beside it (:one); `composed()` checks the count of rows.
-    if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one')) throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
+    if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one'))
+      throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
     const text = fragments === undefined ? found.text : fill(found, fragments);
     const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
     return on === sql ? counted(query) : query;
@@ -226,7 +244,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
     type Inner<T> = (tx: postgres.TransactionSql<Record<string, never>>) => Promise<T>;
     /** Runs `work` on a new handle of the transaction `start` opens, refusing this handle's statements meanwhile. */
-    const nested = async <T>(work: (db: Tx) => Promise<T>, start: (inner: Inner<T>) => Promise<unknown>): Promise<T> => {
+    const nested = async <T>(
+      work: (db: Tx) => Promise<T>,
+      start: (inner: Inner<T>) => Promise<unknown>,
+    ): Promise<T> => {
       ready('a transaction');
       if (guarded) open = true;
       try {
@@ -252,7 +273,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
         ready(name);
         const rows = await run(name, 'many', params, on, fragments);
-        if (rows.length > 1 && statement(name).shape === 'one') throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
+        if (rows.length > 1 && statement(name).shape === 'one')
+          throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
         return [...rows] as T[];
       },
       async exec(name: string, params: readonly Param[] = []) {
@@ -264,7 +286,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         return nested(work, (inner) => ('savepoint' in on ? inner(on) : on.begin(inner)));
       },
       savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        if (!('savepoint' in on)) return Promise.reject(new Error('savepoint() needs a transaction; on the pool, use begin()'));
+        if (!('savepoint' in on))
+          return Promise.reject(new Error('savepoint() needs a transaction; on the pool, use begin()'));
         return nested(work, (inner) => on.savepoint(inner));
       },
     };

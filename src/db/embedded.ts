@@ -1,5 +1,5 @@
 /**
- * The embedded database (SPEC §1): PGlite, PostgreSQL compiled to
+ * The embedded database (contract §1): PGlite, PostgreSQL compiled to
  * WebAssembly, served on a private Unix socket by pglite-socket so that the
  * service reaches it through the same `postgres` driver and SQL as a real
  * server.
@@ -25,7 +25,6 @@ export interface EmbeddedDatabase {
   close(): Promise<void>;
 }
 
-
 const LOCK_FILE = 'orders.lock';
 
 /**
@@ -36,8 +35,12 @@ const LOCK_FILE = 'orders.lock';
 async function pgliteAssets(): Promise<PGliteOptions> {
   if (!sea.isSea()) return {};
   // The global WebAssembly object (its types come with the DOM library, not loaded here).
-  const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: ArrayBuffer): Promise<unknown> } }).WebAssembly;
-  const [pglite, initdb] = await Promise.all([compile(sea.getRawAsset('pglite/pglite.wasm') as ArrayBuffer), compile(sea.getRawAsset('pglite/initdb.wasm') as ArrayBuffer)]);
+  const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: ArrayBuffer): Promise<unknown> } })
+    .WebAssembly;
+  const [pglite, initdb] = await Promise.all([
+    compile(sea.getRawAsset('pglite/pglite.wasm') as ArrayBuffer),
+    compile(sea.getRawAsset('pglite/initdb.wasm') as ArrayBuffer),
+  ]);
   return {
     pgliteWasmModule: pglite as PGliteOptions['pgliteWasmModule'],
     initdbWasmModule: initdb as PGliteOptions['initdbWasmModule'],

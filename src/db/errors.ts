@@ -1,5 +1,5 @@
 /**
- * Which database errors mean "the database cannot be reached" (SPEC §5: 503)
+ * Which database errors mean "the database cannot be reached" (contract §5: 503)
  * rather than a bug. Callers branch on these; everything else is re-thrown.
  */
 
@@ -7,7 +7,7 @@
 export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
 
 /**
- * A request's database work did not finish within its deadline (SPEC §11:
+ * A request's database work did not finish within its deadline (contract §11:
  * 5 s in all). The work is abandoned, not cancelled: a write in flight
  * either commits or not, which an Idempotency-Key makes safe to retry.
  */
@@ -42,8 +42,18 @@ export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
 
 // Raised by node's sockets and by postgres.js itself.
 const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOENT',
-  'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOENT',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
   DEADLINE_EXCEEDED,
 ]);
 

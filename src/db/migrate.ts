@@ -1,5 +1,5 @@
 /**
- * The migration runner (SPEC §12): `sql/migrations/NNNN_name.sql`, applied in
+ * The migration runner (contract §12): `sql/migrations/NNNN_name.sql`, applied in
  * order, each in its own transaction, recorded with a SHA-256 checksum in
  * `schema_migrations`. A session-level advisory lock keeps two processes that
  * start at once from applying the same file; an applied file whose contents
@@ -34,7 +34,8 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
     const match = FILE_NAME.exec(name);
     if (!match) throw new MigrationError(`${name}: migration files are named NNNN_lowercase_words.sql`);
     const version = match[1] as string;
-    if (migrations.some((m) => m.version === version)) throw new MigrationError(`two migrations are numbered ${version}`);
+    if (migrations.some((m) => m.version === version))
+      throw new MigrationError(`two migrations are numbered ${version}`);
     const text = readSqlFile(dir, name);
     migrations.push({ version, name, text, checksum: createHash('sha256').update(text).digest('hex') });
   }
@@ -51,7 +52,9 @@ export async function migrate(db: Database, migrations: readonly Migration[] = r
     await connection.unsafe(db.statement('AcquireMigrationLock').text, [ADVISORY_LOCK_KEY]);
     try {
       await connection.unsafe(db.statement('CreateSchemaMigrations').text);
-      const rows = await connection.unsafe<{ version: string; name: string; checksum: string }[]>(db.statement('ListAppliedMigrations').text);
+      const rows = await connection.unsafe<{ version: string; name: string; checksum: string }[]>(
+        db.statement('ListAppliedMigrations').text,
+      );
       const applied = new Map(rows.map((row) => [row.version, row]));
       const done: string[] = [];
       for (const migration of migrations) {
@@ -68,7 +71,11 @@ export async function migrate(db: Database, migrations: readonly Migration[] = r
         await connection.unsafe('BEGIN');
         try {
           await connection.unsafe(migration.text);
-          await connection.unsafe(db.statement('RecordMigration').text, [migration.version, migration.name, migration.checksum]);
+          await connection.unsafe(db.statement('RecordMigration').text, [
+            migration.version,
+            migration.name,
+            migration.checksum,
+          ]);
           await connection.unsafe('COMMIT');
         } catch (error) {
           await connection.unsafe('ROLLBACK');

@@ -23,7 +23,10 @@ export interface Sort<K extends string> {
  * orderBy([{ key: 'createdAt', descending: true }], { id: 'p.id', createdAt: 'p.created_at' })
  * // 'p.created_at DESC, p.id DESC'
  */
-export function orderBy<K extends string>(sort: readonly Sort<K>[], columns: Readonly<Record<K | 'id', string>>): string {
+export function orderBy<K extends string>(
+  sort: readonly Sort<K>[],
+  columns: Readonly<Record<K | 'id', string>>,
+): string {
   const parts = sort.map((s) => `${columns[s.key]} ${s.descending ? 'DESC' : 'ASC'}`);
   if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ${sort.at(-1)?.descending ? 'DESC' : 'ASC'}`);
   return parts.join(', ');

@@ -15,7 +15,9 @@ import { fileURLToPath } from 'node:url';
 
 declare const SQL_FROM_BUNDLE: boolean | undefined;
 
-export const SQL_DIR = fileURLToPath(new URL(typeof SQL_FROM_BUNDLE === 'boolean' && SQL_FROM_BUNDLE ? '../sql/' : '../../sql/', import.meta.url));
+export const SQL_DIR = fileURLToPath(
+  new URL(typeof SQL_FROM_BUNDLE === 'boolean' && SQL_FROM_BUNDLE ? '../sql/' : '../../sql/', import.meta.url),
+);
 
 const inExecutable = sea.isSea();
 // Node 26's API (the executable is built with it); @types/node 20 lacks it.
@@ -32,14 +34,19 @@ function assetFolder(dir: string): string | undefined {
 /** The names of the `.sql` files in folder `dir`, sorted. */
 export function sqlFileNames(dir: string): string[] {
   const folder = assetFolder(dir);
-  const names = folder === undefined
-    ? readdirSync(dir)
-    : assetKeys().filter((key) => key.startsWith(`${folder}/`) && !key.slice(folder.length + 1).includes('/')).map((key) => key.slice(folder.length + 1));
+  const names =
+    folder === undefined
+      ? readdirSync(dir)
+      : assetKeys()
+          .filter((key) => key.startsWith(`${folder}/`) && !key.slice(folder.length + 1).includes('/'))
+          .map((key) => key.slice(folder.length + 1));
   return names.filter((name) => name.endsWith('.sql')).sort();
 }
 
 /** The text of file `name` in folder `dir`. */
 export function readSqlFile(dir: string, name: string): string {
   const folder = assetFolder(dir);
-  return folder === undefined ? readFileSync(`${dir}${dir.endsWith(sep) ? '' : sep}${name}`, 'utf8') : sea.getAsset(`${folder}/${name}`, 'utf8');
+  return folder === undefined
+    ? readFileSync(`${dir}${dir.endsWith(sep) ? '' : sep}${name}`, 'utf8')
+    : sea.getAsset(`${folder}/${name}`, 'utf8');
 }

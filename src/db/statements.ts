@@ -61,7 +61,8 @@ export function loadStatements(dir: string): ReadonlyMap<string, Statement> {
   for (const file of sqlFileNames(dir)) {
     for (const statement of parseStatements(readSqlFile(dir, file), file)) {
       const existing = byName.get(statement.name);
-      if (existing) throw new StatementError(`statement ${statement.name} is defined in both ${existing.file} and ${file}`);
+      if (existing)
+        throw new StatementError(`statement ${statement.name} is defined in both ${existing.file} and ${file}`);
       byName.set(statement.name, statement);
     }
   }

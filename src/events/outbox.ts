@@ -1,5 +1,5 @@
 /**
- * The event log (SPEC §15): every committed change to an order, payment or
+ * The event log (contract §15): every committed change to an order, payment or
  * user writes an event in the transaction of the change, so a change that
  * rolls back leaves none and a committed one always has its event.
  */
@@ -7,7 +7,14 @@ import * as v from 'valibot';
 import type { Tx } from '../db/database.ts';
 import { Id, named, Timestamp } from '../openapi/atoms.ts';
 
-export const EVENT_TYPES = ['order.created', 'order.updated', 'order.status_changed', 'order.deleted', 'payment.succeeded', 'user.created'] as const;
+export const EVENT_TYPES = [
+  'order.created',
+  'order.updated',
+  'order.status_changed',
+  'order.deleted',
+  'payment.succeeded',
+  'user.created',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Writes an event (and its pending webhook deliveries) with `tx`, the change's own transaction. */
@@ -28,12 +35,15 @@ export function eventRepresentation(row: EventRow) {
 }
 
 /** The schema of `eventRepresentation()`. */
-export const EVENT = named('Event', v.strictObject({
-  id: Id,
-  type: v.picklist(EVENT_TYPES),
-  createdAt: Timestamp,
-  data: v.pipe(
-    v.unknown(),
-    v.description('the resource\'s version 2 representation; for order.status_changed {"from", "to", "order"}'),
-  ),
-}));
+export const EVENT = named(
+  'Event',
+  v.strictObject({
+    id: Id,
+    type: v.picklist(EVENT_TYPES),
+    createdAt: Timestamp,
+    data: v.pipe(
+      v.unknown(),
+      v.description('the resource\'s version 2 representation; for order.status_changed {"from", "to", "order"}'),
+    ),
+  }),
+);

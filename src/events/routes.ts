@@ -1,5 +1,5 @@
 /**
- * `GET /events` (SPEC §15): the log read with an `after` cursor, in commit-safe
+ * `GET /events` (contract §15): the log read with an `after` cursor, in commit-safe
  * order: (transaction id, event id), and only events of transactions older
  * than the oldest one still running, so a reader never skips an event that
  * commits late (docs/events.md). Customers see only their own resources'.
@@ -8,14 +8,22 @@ import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { jsonResponse } from '../http/json.ts';
 import {
-  DEFAULT_PAGE_SIZE, invalidQuery, MAX_PAGE_SIZE, positiveId, positiveInteger, type FilterParser, type QueryError,
+  DEFAULT_PAGE_SIZE,
+  invalidQuery,
+  MAX_PAGE_SIZE,
+  positiveId,
+  positiveInteger,
+  type FilterParser,
+  type QueryError,
 } from '../http/list-query.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { EVENT, EVENT_TYPES, eventRepresentation, type EventRow, type EventType } from './outbox.ts';
 import { ID_SCHEMA, Id, named } from '../openapi/atoms.ts';
 
 const type: FilterParser<EventType> = (value) =>
-  (EVENT_TYPES as readonly string[]).includes(value) ? { value: value as EventType } : { error: `must be one of ${EVENT_TYPES.join(', ')}` };
+  (EVENT_TYPES as readonly string[]).includes(value)
+    ? { value: value as EventType }
+    : { error: `must be one of ${EVENT_TYPES.join(', ')}` };
 
 const PARAMETERS: Readonly<Record<string, FilterParser<number | EventType>>> = {
   after: positiveId,
@@ -27,23 +35,29 @@ const PARAMETERS: Readonly<Record<string, FilterParser<number | EventType>>> = {
 };
 
 /** A page of the log as `listEvents()` answers it: a cursor page, not a numbered one. */
-const EVENT_PAGE = named('EventPage', v.strictObject({
-  data: v.array(EVENT.schema),
-  meta: v.strictObject({
-    pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
-    after: v.nullable(Id),
-    next: v.nullable(Id),
+const EVENT_PAGE = named(
+  'EventPage',
+  v.strictObject({
+    data: v.array(EVENT.schema),
+    meta: v.strictObject({
+      pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
+      after: v.nullable(Id),
+      next: v.nullable(Id),
+    }),
   }),
-}), [EVENT]);
+  [EVENT],
+);
 
-/** SPEC §4's strictness for the cursor parameters: unknown, repeated or unparsable is a 400 naming it. */
+/** contract §4's strictness for the cursor parameters: unknown, repeated or unparsable is a 400 naming it. */
 function eventQuery(search: URLSearchParams): { after?: number; type?: EventType; pageSize: number } {
   const errors: QueryError[] = [];
   const values: Record<string, number | EventType> = {};
   for (const [name, value] of search) {
     const parse = Object.hasOwn(PARAMETERS, name) ? PARAMETERS[name] : undefined;
-    if (parse === undefined) errors.push({ parameter: name, detail: 'is not a parameter of this collection; use after, type, pageSize' });
-    else if (name in values || errors.some((e) => e.parameter === name)) errors.push({ parameter: name, detail: 'must be given once' });
+    if (parse === undefined)
+      errors.push({ parameter: name, detail: 'is not a parameter of this collection; use after, type, pageSize' });
+    else if (name in values || errors.some((e) => e.parameter === name))
+      errors.push({ parameter: name, detail: 'must be given once' });
     else {
       const parsed = parse(value);
       if ('error' in parsed) errors.push({ parameter: name, detail: parsed.error });
@@ -51,7 +65,11 @@ function eventQuery(search: URLSearchParams): { after?: number; type?: EventType
     }
   }
   if (errors.length > 0) throw invalidQuery(errors);
-  return { ...(values.after === undefined ? {} : { after: values.after as number }), ...(values.type === undefined ? {} : { type: values.type as EventType }), pageSize: (values.pageSize as number | undefined) ?? DEFAULT_PAGE_SIZE };
+  return {
+    ...(values.after === undefined ? {} : { after: values.after as number }),
+    ...(values.type === undefined ? {} : { type: values.type as EventType }),
+    pageSize: (values.pageSize as number | undefined) ?? DEFAULT_PAGE_SIZE,
+  };
 }
 
 async function listEvents(ctx: RequestContext): Promise<Response> {
@@ -61,12 +79,14 @@ async function listEvents(ctx: RequestContext): Promise<Response> {
   let position = { xid: '0', id: 0 };
   if (after !== undefined) {
     const found = await ctx.db.one<{ xid: string; id: number }>('FindEventPosition', [after, owner]);
-    if (found === undefined) throw invalidQuery([{ parameter: 'after', detail: `names no event (${after}) of yours that is still kept` }]);
+    if (found === undefined)
+      throw invalidQuery([{ parameter: 'after', detail: `names no event (${after}) of yours that is still kept` }]);
     position = found;
   }
-  const rows = owner === null
-    ? await ctx.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
-    : await ctx.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
+  const rows =
+    owner === null
+      ? await ctx.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
+      : await ctx.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
   const last = rows.at(-1)?.id ?? after ?? null;
   const next = new URLSearchParams(ctx.url.search);
   if (last !== null) next.set('after', String(last));
@@ -79,15 +99,22 @@ async function listEvents(ctx: RequestContext): Promise<Response> {
 
 export const eventRoutes: readonly RouteSpec[] = [
   {
-    method: 'GET', pattern: '/events', auth: 'events:read', handler: listEvents,
+    method: 'GET',
+    pattern: '/events',
+    auth: 'events:read',
+    handler: listEvents,
     doc: {
       summary: 'Read the event log',
-      description: 'Events in commit-safe order after the cursor `after` (an event id); follow meta.next (or Link rel="next") to read on. A customer sees the events of their own resources.',
+      description:
+        'Events in commit-safe order after the cursor `after` (an event id); follow meta.next (or Link rel="next") to read on. A customer sees the events of their own resources.',
       success: { status: 200, schema: EVENT_PAGE },
       query: {
         after: { description: 'the id of the last event read; omit to start at the oldest kept', schema: ID_SCHEMA },
         type: { description: 'only events of this type', schema: { type: 'string', enum: [...EVENT_TYPES] } },
-        pageSize: { description: 'events per page', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE } },
+        pageSize: {
+          description: 'events per page',
+          schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+        },
       },
     },
   },

@@ -1,5 +1,5 @@
 /**
- * Reading request bodies within the limits of SPEC §11: at most
+ * Reading request bodies within the limits of contract §11: at most
  * `maxBytes`, enforced while reading (a chunked body without
  * `Content-Length` is cut off as soon as it passes the limit), and within a
  * deadline so a client that stalls cannot hold a request open. A client that
@@ -33,10 +33,16 @@ export async function readBody(request: Request, maxBytes: number, timeoutMs: nu
   let size = 0;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new HttpError(408, 'request-timeout', {
-      detail: `The request body was not received within ${timeoutMs / 1000} s.`,
-      headers: { connection: 'close' },
-    })), timeoutMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new HttpError(408, 'request-timeout', {
+            detail: `The request body was not received within ${timeoutMs / 1000} s.`,
+            headers: { connection: 'close' },
+          }),
+        ),
+      timeoutMs,
+    );
   });
   try {
     for (;;) {

@@ -1,5 +1,5 @@
 /**
- * The client's address behind reverse proxies (SPEC §16, `TRUST_PROXY`).
+ * The client's address behind reverse proxies (contract §16, `TRUST_PROXY`).
  * Only when the connection's peer is a trusted proxy is a forwarded address
  * believed: from `Forwarded` (RFC 7239) when it names one, else from
  * `X-Forwarded-For`. Each proxy appends the address it received the request
@@ -78,7 +78,12 @@ export function trustedProxies(ranges: readonly ProxyRange[]): (address: string)
  * clientAddress('10.0.0.1', null, '203.0.113.5, 192.0.2.60', trusted);     // '192.0.2.60'
  * ```
  */
-export function clientAddress(peer: string, forwarded: string | null, xForwardedFor: string | null, trusted: (address: string) => boolean): string {
+export function clientAddress(
+  peer: string,
+  forwarded: string | null,
+  xForwardedFor: string | null,
+  trusted: (address: string) => boolean,
+): string {
   const self = unmapped(peer);
   if (!trusted(self)) return self;
   if (forwarded !== null) {
@@ -95,7 +100,11 @@ export function clientAddress(peer: string, forwarded: string | null, xForwarded
  * the first address that is not a trusted proxy. A hop that names no
  * address stops the walk at `last`, the nearest trusted address so far.
  */
-function rightmostUntrusted(hops: readonly (string | undefined)[], last: string, trusted: (address: string) => boolean): string {
+function rightmostUntrusted(
+  hops: readonly (string | undefined)[],
+  last: string,
+  trusted: (address: string) => boolean,
+): string {
   let nearest = last;
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]?.trim();

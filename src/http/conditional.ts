@@ -1,5 +1,5 @@
 /**
- * Entity tags and conditional requests (SPEC §9; RFC 9110 §8.8.3, §13). Pure.
+ * Entity tags and conditional requests (contract §9; RFC 9110 §8.8.3, §13). Pure.
  */
 import { createHash } from 'node:crypto';
 

@@ -1,5 +1,5 @@
 /**
- * CORS (SPEC §16; the Fetch standard, §3.2 "CORS protocol"): which browser
+ * CORS (contract §16; the Fetch standard, §3.2 "CORS protocol"): which browser
  * origins may call the API, and the fields that say so. Pure functions over
  * header strings; the pipeline (src/app.ts) applies them in one place.
  *
@@ -21,10 +21,29 @@ export type CorsOrigins = '*' | readonly string[];
  * list on every preflight: it holds every requested field that is allowed,
  * and a requested field not in it makes the browser refuse the request.
  */
-export const ALLOWED_HEADERS = ['Accept', 'Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'X-Request-Id'] as const;
+export const ALLOWED_HEADERS = [
+  'Accept',
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'If-Match',
+  'If-None-Match',
+  'X-Request-Id',
+] as const;
 
 /** The response fields a script may read beyond the CORS-safelisted ones (Fetch §2.2.6). */
-export const EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'Deprecation', 'Sunset', 'X-Request-Id', 'Idempotent-Replayed'] as const;
+export const EXPOSED_HEADERS = [
+  'ETag',
+  'Location',
+  'Link',
+  'RateLimit',
+  'RateLimit-Policy',
+  'Retry-After',
+  'Deprecation',
+  'Sunset',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+] as const;
 
 /** How long a browser may reuse a preflight's answer: Chromium's cap (Firefox allows a day). */
 export const MAX_AGE_SECONDS = 7200;

@@ -1,5 +1,5 @@
 /**
- * The pure rules of idempotency keys (SPEC §7;
+ * The pure rules of idempotency keys (contract §7;
  * draft-ietf-httpapi-idempotency-key-header): the key's syntax, the request
  * fingerprint, and which results are stored.
  */
@@ -12,7 +12,9 @@ const BARE_KEY = /^[\x21-\x7e]{1,255}$/;
 // RFC 8941 §3.3.3 sf-string: printable ASCII with \" and \\ escapes.
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
 
-export type KeyParse = { readonly ok: true; readonly key: string | undefined } | { readonly ok: false; readonly detail: string };
+export type KeyParse =
+  | { readonly ok: true; readonly key: string | undefined }
+  | { readonly ok: false; readonly detail: string };
 
 /**
  * Reads an `Idempotency-Key` value (as `headers.get()` returns it): a bare
@@ -39,7 +41,9 @@ const INVALID = `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII ch
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value);
@@ -55,7 +59,7 @@ export function fingerprint(method: string, path: string, body: Uint8Array): str
   return createHash('sha256').update(`${method} ${path}\n${canonical}`).digest('base64url');
 }
 
-/** `body` as canonical JSON; undefined when it is not UTF-8 JSON nested within the limit of SPEC §11. */
+/** `body` as canonical JSON; undefined when it is not UTF-8 JSON nested within the limit of contract §11. */
 function canonicalBody(body: Uint8Array): string | undefined {
   let value: unknown;
   try {
@@ -71,7 +75,7 @@ function canonicalBody(body: Uint8Array): string | undefined {
 }
 
 /**
- * SPEC §7: the results of requests that executed are stored (2xx, and the
+ * contract §7: the results of requests that executed are stored (2xx, and the
  * 409 and 422 of the business rules); requests refused before executing
  * (400, 401, 403, 404, 413, 415, 429) and 5xx are not, so a retry runs anew.
  */

@@ -1,7 +1,7 @@
 /**
- * Request bodies as JSON (SPEC §4, §5, §8): the media type is checked (415),
+ * Request bodies as JSON (contract §4, §5, §8): the media type is checked (415),
  * the bytes parsed (400 `malformed-json`, also for nesting past the limit of
- * SPEC §11) and the value validated against a valibot schema (422
+ * contract §11) and the value validated against a valibot schema (422
  * `validation`, with a JSON Pointer per error).
  */
 import * as v from 'valibot';
@@ -11,13 +11,13 @@ import type { Version } from './negotiation.ts';
 export const MERGE_PATCH_TYPE = 'application/merge-patch+json';
 /** The `Accept-Patch` value of PATCH routes (RFC 5789 §3.1). */
 export const ACCEPT_PATCH = `application/json, ${MERGE_PATCH_TYPE}`;
-/** SPEC §8: plain JSON and the two vendor types; PATCH also takes a merge patch (RFC 7396). */
+/** contract §8: plain JSON and the two vendor types; PATCH also takes a merge patch (RFC 7396). */
 const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json', 'application/vnd.orders.v2+json']);
 
 export interface BodyOptions {
   /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
   readonly patch?: boolean;
-  /** The version the request is served in: a vendor type of the other version is refused (SPEC §8: placements must agree). */
+  /** The version the request is served in: a vendor type of the other version is refused (contract §8: placements must agree). */
   readonly version?: Version;
 }
 
@@ -41,17 +41,18 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
   if (accepted && utf8) return;
   const expected = options.patch ? `application/json or ${MERGE_PATCH_TYPE}` : 'application/json';
   throw new HttpError(415, 'unsupported-media-type', {
-    detail: contentType === null
-      ? `The request body needs Content-Type: ${expected}.`
-      : accepted
-        ? 'JSON bodies must be UTF-8.'
-        : `Content-Type ${type} is not supported here; send ${expected}.`,
+    detail:
+      contentType === null
+        ? `The request body needs Content-Type: ${expected}.`
+        : accepted
+          ? 'JSON bodies must be UTF-8.'
+          : `Content-Type ${type} is not supported here; send ${expected}.`,
     ...(options.patch ? { headers: { 'accept-patch': ACCEPT_PATCH } } : {}),
   });
 }
 
 /**
- * SPEC §11: the deepest nesting of arrays and objects a body may have. Every
+ * contract §11: the deepest nesting of arrays and objects a body may have. Every
  * walk over a parsed body (validation, the idempotency fingerprint) recurses,
  * so the limit is what keeps them far from the end of the stack.
  */
@@ -69,14 +70,19 @@ export function parseJson(body: Uint8Array): unknown {
   } catch {
     throw new HttpError(400, 'malformed-json', { detail: 'The request body is not valid UTF-8.' });
   }
-  if (text.trim() === '') throw new HttpError(400, 'malformed-json', { detail: 'The request body is empty; a JSON value is expected.' });
+  if (text.trim() === '')
+    throw new HttpError(400, 'malformed-json', { detail: 'The request body is empty; a JSON value is expected.' });
   if (jsonNesting(text) > MAX_JSON_DEPTH) {
-    throw new HttpError(400, 'malformed-json', { detail: `The request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most this service accepts.` });
+    throw new HttpError(400, 'malformed-json', {
+      detail: `The request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most this service accepts.`,
+    });
   }
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new HttpError(400, 'malformed-json', { detail: `The request body is not valid JSON: ${(error as Error).message}.` });
+    throw new HttpError(400, 'malformed-json', {
+      detail: `The request body is not valid JSON: ${(error as Error).message}.`,
+    });
   }
 }
 
@@ -101,7 +107,8 @@ export function jsonNesting(text: string): number {
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === BACKSLASH) i += 1; // the escaped character, a quote or a backslash included, is not syntax
+      if (c === BACKSLASH)
+        i += 1; // the escaped character, a quote or a backslash included, is not syntax
       else if (c === QUOTE) inString = false;
     } else if (c === QUOTE) {
       inString = true;
@@ -131,11 +138,16 @@ export function validate<S extends v.GenericSchema>(schema: S, value: unknown): 
   throw validationError(result.issues.map(toProblemError));
 }
 
-/** 422 `validation` with these errors; the detail names the places of those a problem lists (SPEC §11). */
+/** 422 `validation` with these errors; the detail names the places of those a problem lists (contract §11). */
 export function validationError(errors: readonly ProblemError[]): HttpError {
   const distinct = distinctErrors(errors);
-  const pointers = [...new Set(listedErrors(distinct).listed.map((e) => ('pointer' in e ? e.pointer || '/' : e.parameter)))];
-  return new HttpError(422, 'validation', { detail: `The request body is invalid at ${pointers.join(', ')}.`, errors: distinct });
+  const pointers = [
+    ...new Set(listedErrors(distinct).listed.map((e) => ('pointer' in e ? e.pointer || '/' : e.parameter))),
+  ];
+  return new HttpError(422, 'validation', {
+    detail: `The request body is invalid at ${pointers.join(', ')}.`,
+    errors: distinct,
+  });
 }
 
 const OBJECT_SCHEMAS = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest']);
@@ -158,28 +170,35 @@ const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff
 /** Strings (member names included) that no database column could store as sent. */
 function unstorableStrings(value: unknown, path: (string | number)[]): ProblemError[] {
   if (typeof value === 'string') {
-    return UNSTORABLE.test(value) ? [{ pointer: jsonPointer(path), detail: 'must not contain U+0000 or an unpaired surrogate' }] : [];
+    return UNSTORABLE.test(value)
+      ? [{ pointer: jsonPointer(path), detail: 'must not contain U+0000 or an unpaired surrogate' }]
+      : [];
   }
   if (Array.isArray(value)) return value.flatMap((item, i) => unstorableStrings(item, [...path, i]));
   if (value !== null && typeof value === 'object') {
     return Object.entries(value).flatMap(([key, item]) =>
-      UNSTORABLE.test(key) ? [{ pointer: jsonPointer([...path, key]), detail: 'is a member name with U+0000 or an unpaired surrogate' }] : unstorableStrings(item, [...path, key]));
+      UNSTORABLE.test(key)
+        ? [{ pointer: jsonPointer([...path, key]), detail: 'is a member name with U+0000 or an unpaired surrogate' }]
+        : unstorableStrings(item, [...path, key]),
+    );
   }
   return [];
 }
 
 /** RFC 6901: the pointer to `path`, with `~` and `/` escaped. */
 export function jsonPointer(path: readonly (string | number)[]): string {
-  return path.map((key) => '/' + String(key).replace(/~/g, '~0').replace(/\//g, '~1')).join('');
+  return path.map((key) => `/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 }
 
 function toProblemError(issue: v.BaseIssue<unknown>): ProblemError {
   const path = (issue.path ?? []).map((item) => item.key as string | number);
   if (OBJECT_SCHEMAS.has(issue.type)) {
-    if (issue.expected === 'Object') return { pointer: jsonPointer(path), detail: `must be a JSON object, not ${kindOf(issue.input)}` };
+    if (issue.expected === 'Object')
+      return { pointer: jsonPointer(path), detail: `must be a JSON object, not ${kindOf(issue.input)}` };
     // A member missing or unknown: the last step of the path is the member, its input the would-be object.
     // An array there is one error at the array, not one per member it lacks.
-    if (Array.isArray(issue.path?.at(-1)?.input)) return { pointer: jsonPointer(path.slice(0, -1)), detail: 'must be a JSON object, not an array' };
+    if (Array.isArray(issue.path?.at(-1)?.input))
+      return { pointer: jsonPointer(path.slice(0, -1)), detail: 'must be a JSON object, not an array' };
   }
   if (issue.type === 'strict_object' && issue.expected === 'never') {
     return { pointer: jsonPointer(path), detail: 'is not a member of this body' };

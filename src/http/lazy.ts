@@ -17,7 +17,11 @@ interface StandIn {
  * `real()` builds. Done member by member, so it follows whatever Node's
  * undici adds (`bytes()` in newer releases).
  */
-export function delegateToReal(lazy: { readonly prototype: StandIn }, real: { readonly prototype: object }, fields: readonly string[]): void {
+export function delegateToReal(
+  lazy: { readonly prototype: StandIn },
+  real: { readonly prototype: object },
+  fields: readonly string[],
+): void {
   Object.setPrototypeOf(lazy.prototype, real.prototype);
   for (const name of Object.getOwnPropertyNames(real.prototype)) {
     if (name === 'constructor' || Object.hasOwn(lazy.prototype, name) || fields.includes(name)) continue;

@@ -1,5 +1,5 @@
 /**
- * Collection query strings (SPEC §4): filters, `sort`, `page`, `pageSize`.
+ * Collection query strings (contract §4): filters, `sort`, `page`, `pageSize`.
  * Strict by design: an undocumented parameter, a repeated parameter, an
  * unknown, repeated or empty sort key, or a value that does not parse is an
  * error naming that parameter; nothing is ever silently ignored. Pure.
@@ -34,7 +34,9 @@ export interface QueryError {
   readonly detail: string;
 }
 
-export type ParseResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly QueryError[] };
+export type ParseResult<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly errors: readonly QueryError[] };
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -107,7 +109,7 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: { page, pageSize, sort, filters } };
 }
 
-/** Parses a `sort` value: comma-separated keys, `-key` descending (SPEC §4). */
+/** Parses a `sort` value: comma-separated keys, `-key` descending (contract §4). */
 export function parseSort<K extends string>(value: string, allowed: readonly K[]): ParseResult<SortKey<K>[]> {
   const errors: QueryError[] = [];
   const keys: SortKey<K>[] = [];
@@ -117,7 +119,10 @@ export function parseSort<K extends string>(value: string, allowed: readonly K[]
     if (key === '') {
       errors.push({ parameter: 'sort', detail: 'has an empty sort key' });
     } else if (!(allowed as readonly string[]).includes(key)) {
-      errors.push({ parameter: 'sort', detail: `has the unknown sort key ${JSON.stringify(key)}; use ${allowed.join(', ')}` });
+      errors.push({
+        parameter: 'sort',
+        detail: `has the unknown sort key ${JSON.stringify(key)}; use ${allowed.join(', ')}`,
+      });
     } else if (keys.some((k) => k.key === key)) {
       errors.push({ parameter: 'sort', detail: `names the sort key ${JSON.stringify(key)} more than once` });
     } else {
@@ -151,7 +156,7 @@ export function paginationLinks(url: URL, page: number, pages: number): string {
   return links.join(', ');
 }
 
-/** 400 `invalid-query` naming each offending parameter the problem lists (SPEC §4, §11). */
+/** 400 `invalid-query` naming each offending parameter the problem lists (contract §4, §11). */
 export function invalidQuery(errors: readonly QueryError[]): HttpError {
   const names = [...new Set(listedErrors(errors).listed.map((e) => e.parameter))].join(', ');
   return new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors });

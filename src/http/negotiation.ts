@@ -1,5 +1,5 @@
 /**
- * Content negotiation and API versions (SPEC §8; RFC 9110 §12.5.1). Pure.
+ * Content negotiation and API versions (contract §8; RFC 9110 §12.5.1). Pure.
  *
  * A version comes from the path (`/v1`, `/v2`) or from the vendor media type
  * in `Accept` (`application/vnd.orders.v2+json`); with neither, version 1.
@@ -38,7 +38,8 @@ export function parseAccept(accept: string | null): MediaRange[] {
   accept.split(',').forEach((entry, index) => {
     const [range = '', ...params] = entry.split(';').map((p) => p.trim());
     const [type, subtype, extra] = range.toLowerCase().split('/');
-    if (type === undefined || subtype === undefined || extra !== undefined || !TOKEN.test(type) || !TOKEN.test(subtype)) return;
+    if (type === undefined || subtype === undefined || extra !== undefined || !TOKEN.test(type) || !TOKEN.test(subtype))
+      return;
     if (type === '*' && subtype !== '*') return;
     let q = 1;
     let otherParams = 0;
@@ -104,22 +105,32 @@ function decide(accept: string | null, pathVersion: Version | undefined): Negoti
   const ranges = parseAccept(accept);
   // Offers in the server's order of preference, which breaks ties: plain JSON
   // first (an unversioned client stays on v1), then the newer vendor type.
-  const offers: { type: string; version: Version }[] = pathVersion === undefined
-    ? [{ type: JSON_TYPE, version: 1 }, { type: VENDOR_TYPES[2], version: 2 }, { type: VENDOR_TYPES[1], version: 1 }]
-    : [{ type: JSON_TYPE, version: pathVersion }, { type: VENDOR_TYPES[pathVersion], version: pathVersion }];
+  const offers: { type: string; version: Version }[] =
+    pathVersion === undefined
+      ? [
+          { type: JSON_TYPE, version: 1 },
+          { type: VENDOR_TYPES[2], version: 2 },
+          { type: VENDOR_TYPES[1], version: 1 },
+        ]
+      : [
+          { type: JSON_TYPE, version: pathVersion },
+          { type: VENDOR_TYPES[pathVersion], version: pathVersion },
+        ];
   let chosen: { type: string; version: Version; q: number; specificity: number } | undefined;
   for (const offer of offers) {
     const { q, specificity } = quality(offer.type, ranges);
     if (q <= 0) continue;
-    if (chosen === undefined || q > chosen.q || (q === chosen.q && specificity > chosen.specificity)) chosen = { ...offer, q, specificity };
+    if (chosen === undefined || q > chosen.q || (q === chosen.q && specificity > chosen.specificity))
+      chosen = { ...offer, q, specificity };
   }
   if (chosen === undefined) {
     const offered = offers.map((o) => o.type).join(', ');
     return {
       ok: false,
-      detail: ranges.length === 0
-        ? `The Accept header has no valid media range; this resource is available as ${offered}.`
-        : `Nothing in Accept can be produced here${pathVersion === undefined ? '' : ` (the path asks for version ${pathVersion})`}; this resource is available as ${offered}.`,
+      detail:
+        ranges.length === 0
+          ? `The Accept header has no valid media range; this resource is available as ${offered}.`
+          : `Nothing in Accept can be produced here${pathVersion === undefined ? '' : ` (the path asks for version ${pathVersion})`}; this resource is available as ${offered}.`,
     };
   }
   return { ok: true, version: chosen.version, contentType: chosen.type };

@@ -35,7 +35,7 @@ export interface NodeServerOptions {
 export interface NodeServer {
   readonly server: Server;
   /**
-   * SPEC §1 shutdown: stops accepting; closes at once every connection with
+   * contract §1 shutdown: stops accepting; closes at once every connection with
    * no request in progress, including one that has not sent a request yet
    * (which `closeIdleConnections()` leaves open, as it waits for headers);
    * ends every other one as soon as its last response is written, with
@@ -77,7 +77,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     socket.once('close', () => connections.delete(socket));
   });
   // Node hands a CONNECT request over as a bare socket, and without this
-  // listener drops it; SPEC §5 wants it answered like any other method.
+  // listener drops it; contract §5 wants it answered like any other method.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     socket.on('error', () => socket.destroy());
     const res = new ServerResponse(req);
@@ -106,7 +106,12 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   };
 }
 
-async function serve(handler: FetchHandler, req: IncomingMessage, res: ServerResponse, closing: () => boolean): Promise<void> {
+async function serve(
+  handler: FetchHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  closing: () => boolean,
+): Promise<void> {
   const target = req.url ?? '';
   const origin = originForm(target);
   const path = origin?.split('?', 1)[0] ?? target;
@@ -187,7 +192,10 @@ export class IncomingRequest {
   get body(): ReadableStream<Uint8Array> | null {
     // RFC 9110 §9.3.6: a CONNECT request has no content (node has handed the socket over).
     const method = this.method;
-    this.#body ??= method === 'GET' || method === 'HEAD' || method === 'CONNECT' ? null : (Readable.toWeb(this.#req) as ReadableStream<Uint8Array>);
+    this.#body ??=
+      method === 'GET' || method === 'HEAD' || method === 'CONNECT'
+        ? null
+        : (Readable.toWeb(this.#req) as ReadableStream<Uint8Array>);
     return this.#body;
   }
 
@@ -213,7 +221,9 @@ delegateToReal(IncomingRequest, Request, ['method', 'url']);
 
 /** Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it can. */
 export function fieldOf(request: Request, name: string): string | null {
-  return (request as unknown) instanceof IncomingRequest ? (request as unknown as IncomingRequest).field(name) : request.headers.get(name);
+  return (request as unknown) instanceof IncomingRequest
+    ? (request as unknown as IncomingRequest).field(name)
+    : request.headers.get(name);
 }
 
 // Fetch's header value rules: no NUL, CR or LF inside; leading and trailing
@@ -233,22 +243,28 @@ function requestFields(raw: readonly string[]): Map<string, string> {
   return fields;
 }
 
-async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, closing: boolean): Promise<void> {
+async function writeResponse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  response: Response,
+  closing: boolean,
+): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   fieldsOf(response).forEach((value, name) => {
     headers[name] = value;
   });
   // A body the handler did not read to the end (a 413, say) leaves the
   // connection in an unknown state: close it after this response.
-  if (!req.complete && req.method !== 'GET' && req.method !== 'HEAD') headers['connection'] = 'close';
+  if (!req.complete && req.method !== 'GET' && req.method !== 'HEAD') headers.connection = 'close';
   // Shutting down: this connection ends after this response.
-  if (closing) headers['connection'] = 'close';
+  if (closing) headers.connection = 'close';
   const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
   // Bytes in memory (every JSON response) go to the socket as they are, in
   // one write with the head: no web stream.
   const content = contentOf(response);
   if (content !== undefined) {
-    if (content !== null && headers['content-length'] === undefined) headers['content-length'] = String(content.byteLength);
+    if (content !== null && headers['content-length'] === undefined)
+      headers['content-length'] = String(content.byteLength);
     res.writeHead(response.status, headers);
     if (content === null || noContent) res.end();
     else res.end(content);

@@ -1,13 +1,13 @@
 /**
  * RFC 9457 problem details: the one way every error leaves the service
- * (SPEC §5). Handlers throw an `HttpError`; the request pipeline turns it,
+ * (contract §5). Handlers throw an `HttpError`; the request pipeline turns it,
  * or any other exception, into a `Response` with `problemResponse()`.
  */
 import { bufferedResponse, fieldsOf } from './response.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-/** The problem types of SPEC §5, by slug, with their titles. */
+/** The problem types of contract §5, by slug, with their titles. */
 export const PROBLEM_TITLES = {
   'malformed-json': 'Request body is not valid JSON',
   'invalid-query': 'Query string is invalid',
@@ -42,7 +42,7 @@ export type ProblemError =
   | { readonly pointer: string; readonly detail: string }
   | { readonly parameter: string; readonly detail: string };
 
-/** SPEC §11: the most entries a problem's `errors` list holds; the detail says how many more there are. */
+/** contract §11: the most entries a problem's `errors` list holds; the detail says how many more there are. */
 export const MAX_PROBLEM_ERRORS = 20;
 
 /**
@@ -54,7 +54,9 @@ export const MAX_PROBLEM_ERRORS = 20;
 export function distinctErrors<E extends ProblemError>(errors: readonly E[]): E[] {
   const seen = new Set<string>();
   return errors.filter((e) => {
-    const key = JSON.stringify('pointer' in e ? ['pointer', e.pointer, e.detail] : ['parameter', e.parameter, e.detail]);
+    const key = JSON.stringify(
+      'pointer' in e ? ['pointer', e.pointer, e.detail] : ['parameter', e.parameter, e.detail],
+    );
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
@@ -102,18 +104,21 @@ export interface ProblemBody {
 /**
  * Builds the problem response for `error` on the request at `instance`
  * (the path, without the query string: it may hold personal values).
- * Errors are never cached (SPEC §5, §9). The `errors` list is cut to the
+ * Errors are never cached (contract §5, §9). The `errors` list is cut to the
  * entries `listedErrors()` keeps, and the detail says how many more there
- * are (SPEC §11), so a hostile request cannot make a huge answer.
+ * are (contract §11), so a hostile request cannot make a huge answer.
  *
  * @example
  * problemResponse(new HttpError(404, 'not-found'), '/v1/orders/7', 'req-1').status // 404
  */
 export function problemResponse(error: HttpError, instance: string, requestId: string): Response {
   const errors = error.init.errors === undefined ? undefined : listedErrors(error.init.errors);
-  const more = errors === undefined || errors.omitted === 0 ? undefined
-    : `${errors.omitted} more ${errors.omitted === 1 ? 'error is' : 'errors are'} not listed.`;
-  const detail = more === undefined ? error.init.detail : error.init.detail === undefined ? more : `${error.init.detail} ${more}`;
+  const more =
+    errors === undefined || errors.omitted === 0
+      ? undefined
+      : `${errors.omitted} more ${errors.omitted === 1 ? 'error is' : 'errors are'} not listed.`;
+  const detail =
+    more === undefined ? error.init.detail : error.init.detail === undefined ? more : `${error.init.detail} ${more}`;
   const body: ProblemBody = {
     type: `/problems/${error.slug}`,
     title: PROBLEM_TITLES[error.slug],
@@ -123,7 +128,10 @@ export function problemResponse(error: HttpError, instance: string, requestId: s
     requestId,
     ...(errors === undefined ? {} : { errors: errors.listed }),
   };
-  const response = bufferedResponse(Buffer.from(JSON.stringify(body), 'utf8'), { status: error.status, ...(error.init.headers === undefined ? {} : { headers: error.init.headers }) });
+  const response = bufferedResponse(Buffer.from(JSON.stringify(body), 'utf8'), {
+    status: error.status,
+    ...(error.init.headers === undefined ? {} : { headers: error.init.headers }),
+  });
   const fields = fieldsOf(response);
   fields.set('content-type', PROBLEM_CONTENT_TYPE);
   fields.set('cache-control', 'no-store');
@@ -137,7 +145,7 @@ export function internalError(): HttpError {
   });
 }
 
-/** The 503 answer while the database cannot be reached (SPEC §5). */
+/** The 503 answer while the database cannot be reached (contract §5). */
 export function unavailableError(): HttpError {
   return new HttpError(503, 'unavailable', {
     detail: 'The database cannot be reached; try again shortly.',

@@ -1,5 +1,5 @@
 /**
- * Rate limits (SPEC §10): a fixed window of `limit` requests per
+ * Rate limits (contract §10): a fixed window of `limit` requests per
  * `windowSeconds` per key (a user, or a client's address group). The counter
  * table holds at most `maxKeys` windows and never drops one that is still
  * running: a window leaves the table only once it has ended. A new key that
@@ -49,8 +49,13 @@ interface Window {
  * limiter.consume('user:7'); // { allowed: true, remaining: 599, resetSeconds: 60 }
  * ```
  */
-export function createRateLimiter(config: RateLimit, now: () => number = () => performance.now(), maxKeys = DEFAULT_MAX_KEYS): RateLimiter {
-  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be a positive integer, got ${maxKeys}`);
+export function createRateLimiter(
+  config: RateLimit,
+  now: () => number = () => performance.now(),
+  maxKeys = DEFAULT_MAX_KEYS,
+): RateLimiter {
+  if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
+    throw new RangeError(`maxKeys must be a positive integer, got ${maxKeys}`);
   const windowMs = config.windowSeconds * 1000;
   // A Map iterates in insertion order; a key is re-inserted when its window
   // restarts, so the first key is always the one whose window began earliest:
@@ -89,7 +94,11 @@ export function createRateLimiter(config: RateLimit, now: () => number = () => p
       // Elapsed time first: (start + windowMs) - at is not exact in floating point
       // and could round a fresh 60 s window up to 61.
       const resetSeconds = Math.max(1, Math.ceil((windowMs - (at - window.start)) / 1000));
-      return { allowed: window.count <= config.limit, remaining: Math.max(0, config.limit - window.count), resetSeconds };
+      return {
+        allowed: window.count <= config.limit,
+        remaining: Math.max(0, config.limit - window.count),
+        resetSeconds,
+      };
     },
   };
 }
@@ -100,7 +109,7 @@ export function rateLimitField(decision: RateDecision): string {
 }
 
 /**
- * Who an unauthenticated request is counted as (SPEC §10): an IPv4 address
+ * Who an unauthenticated request is counted as (contract §10): an IPv4 address
  * alone, an IPv6 address by its /64 (a whole /64 is what one host or one
  * subscriber is given, RFC 7421, so counting single IPv6 addresses would let
  * one client be a new client 2^64 times). An IPv4-mapped IPv6 address, as a
@@ -117,7 +126,8 @@ export function addressGroup(address: string): string {
   const hextets = ipv6Hextets(address);
   if (hextets === undefined) return address;
   const [a, b, c, d, e, f, g, h] = hextets as [number, number, number, number, number, number, number, number];
-  if (a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0xffff) return `${g >> 8}.${g & 0xff}.${h >> 8}.${h & 0xff}`;
+  if (a === 0 && b === 0 && c === 0 && d === 0 && e === 0 && f === 0xffff)
+    return `${g >> 8}.${g & 0xff}.${h >> 8}.${h & 0xff}`;
   return `${a.toString(16)}:${b.toString(16)}:${c.toString(16)}:${d.toString(16)}::/64`;
 }
 
@@ -130,11 +140,11 @@ function ipv6Hextets(address: string): number[] | undefined {
     part === undefined || part === ''
       ? []
       : part.split(':').flatMap((group) => {
-        if (!group.includes('.')) return [parseInt(group, 16)];
-        // A trailing dotted IPv4 address (RFC 4291 §2.2, form 3) is two groups.
-        const [p, q, r, s] = group.split('.').map(Number) as [number, number, number, number];
-        return [(p << 8) | q, (r << 8) | s];
-      });
+          if (!group.includes('.')) return [parseInt(group, 16)];
+          // A trailing dotted IPv4 address (RFC 4291 §2.2, form 3) is two groups.
+          const [p, q, r, s] = group.split('.').map(Number) as [number, number, number, number];
+          return [(p << 8) | q, (r << 8) | s];
+        });
   const [head, tail] = bare.split('::');
   const left = groups(head);
   const right = groups(tail);

@@ -38,7 +38,8 @@ class FieldMap implements Fields {
   constructor(init: HeadersInit) {
     if (init === undefined) return;
     if (init instanceof Headers || init instanceof FieldMap) init.forEach((value, name) => this.append(name, value));
-    else if (Array.isArray(init)) for (const [name, value] of init as Iterable<[string, string]>) this.append(name, value);
+    else if (Array.isArray(init))
+      for (const [name, value] of init as Iterable<[string, string]>) this.append(name, value);
     else for (const [name, value] of Object.entries(init as Record<string, string>)) this.append(name, value);
   }
 
@@ -120,7 +121,10 @@ export class BufferedResponse {
 delegateToReal(BufferedResponse, Response, ['status']);
 
 /** A response of `content` (bytes in memory) that is a `Response` to everyone and costs no stream. */
-export function bufferedResponse(content: Uint8Array | null, init?: { readonly status?: number; readonly headers?: HeadersInit | Fields }): Response {
+export function bufferedResponse(
+  content: Uint8Array | null,
+  init?: { readonly status?: number; readonly headers?: HeadersInit | Fields },
+): Response {
   return new BufferedResponse(content, init as { status?: number; headers?: HeadersInit }) as unknown as Response;
 }
 
@@ -129,10 +133,14 @@ export function bufferedResponse(content: Uint8Array | null, init?: { readonly s
  * or `undefined` when its body is a stream that must be read.
  */
 export function contentOf(response: Response): Uint8Array | null | undefined {
-  return (response as unknown) instanceof BufferedResponse ? (response as unknown as BufferedResponse).content : undefined;
+  return (response as unknown) instanceof BufferedResponse
+    ? (response as unknown as BufferedResponse).content
+    : undefined;
 }
 
 /** The header fields of `response`, to read and change: its `Headers`, or a buffered response's cheaper map. */
 export function fieldsOf(response: Response): Fields {
-  return (response as unknown) instanceof BufferedResponse ? (response as unknown as BufferedResponse).fields() : response.headers;
+  return (response as unknown) instanceof BufferedResponse
+    ? (response as unknown as BufferedResponse).fields()
+    : response.headers;
 }

@@ -1,13 +1,13 @@
 /**
  * A hand-written router: routes are data, compiled once into a segment tree,
  * so matching costs one map lookup per path segment whatever the number of
- * routes. The optional `/v1` or `/v2` prefix (SPEC §8) is recognised here,
+ * routes. The optional `/v1` or `/v2` prefix (contract §8) is recognised here,
  * once, and handed to the caller as the API version.
  *
  * Patterns are literal segments and parameters: `/orders/{id:int}` matches
  * `/orders/42` with `params.id === 42`. An `int` parameter is a positive
  * integer within 2^53−1 with no sign or leading zero; anything else matches
- * nothing (SPEC §4: 404). `{name}` takes any non-empty segment as a string.
+ * nothing (contract §4: 404). `{name}` takes any non-empty segment as a string.
  *
  * `match()` takes the path exactly as the client sent it, not as URL parsing
  * would normalise it: a dot-segment (`.`, `..`, also percent-encoded as
@@ -39,7 +39,14 @@ export interface Route<H> {
 export type Params = Readonly<Record<string, string | number>>;
 
 export type RouteMatch<H> =
-  | { readonly kind: 'found'; readonly handler: H; readonly params: Params; readonly version: PathVersion; readonly pattern: string; readonly allow: string }
+  | {
+      readonly kind: 'found';
+      readonly handler: H;
+      readonly params: Params;
+      readonly version: PathVersion;
+      readonly pattern: string;
+      readonly allow: string;
+    }
   | { readonly kind: 'options'; readonly allow: string; readonly version: PathVersion }
   | { readonly kind: 'method-not-allowed'; readonly allow: string; readonly version: PathVersion }
   | { readonly kind: 'not-found'; readonly version: PathVersion };
@@ -72,7 +79,10 @@ const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
 // Dot-segments (RFC 3986 §3.3), which URL resolution would remove (§5.2.4),
 // with the dot in any encoding.
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
-const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([['v1', 1], ['v2', 2]]);
+const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([
+  ['v1', 1],
+  ['v2', 2],
+]);
 const ROOT = '/';
 
 function newNode<H>(): Node<H> {
@@ -112,7 +122,8 @@ export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
 
 function add<H>(root: Node<H>, route: Route<H>): void {
   if (!route.pattern.startsWith('/')) throw new RouteDefinitionError(`pattern must start with "/": ${route.pattern}`);
-  if (!METHODS.includes(route.method)) throw new RouteDefinitionError(`unknown method ${route.method} for ${route.pattern}`);
+  if (!METHODS.includes(route.method))
+    throw new RouteDefinitionError(`unknown method ${route.method} for ${route.pattern}`);
   if (route.pattern === ROOT && (route.versioned ?? true)) {
     throw new RouteDefinitionError(`${route.method} / takes no version prefix: declare it versioned: false`);
   }
@@ -124,13 +135,17 @@ function add<H>(root: Node<H>, route: Route<H>): void {
       const name = param[1] as string;
       const type = param[2] === 'int' ? 'int' : 'string';
       if (node.param && (node.param.name !== name || node.param.type !== type)) {
-        throw new RouteDefinitionError(`conflicting parameters {${node.param.name}} and ${segment} in ${route.pattern}`);
+        throw new RouteDefinitionError(
+          `conflicting parameters {${node.param.name}} and ${segment} in ${route.pattern}`,
+        );
       }
       node.param ??= { name, type, node: newNode() };
       node = node.param.node;
     } else {
-      if (segment.includes('{') || segment.includes('}')) throw new RouteDefinitionError(`malformed segment ${segment} in ${route.pattern}`);
-      if (VERSION_PREFIXES.has(segment) && node === root) throw new RouteDefinitionError(`${route.pattern} starts with a version segment`);
+      if (segment.includes('{') || segment.includes('}'))
+        throw new RouteDefinitionError(`malformed segment ${segment} in ${route.pattern}`);
+      if (VERSION_PREFIXES.has(segment) && node === root)
+        throw new RouteDefinitionError(`${route.pattern} starts with a version segment`);
       let next = node.literal.get(segment);
       if (next === undefined) node.literal.set(segment, (next = newNode()));
       node = next;
@@ -152,7 +167,12 @@ function finish<H>(node: Node<H>): void {
   if (node.param) finish(node.param.node);
 }
 
-function walk<H>(root: Node<H>, segments: readonly string[], start: number, params: Record<string, string | number>): Node<H> | undefined {
+function walk<H>(
+  root: Node<H>,
+  segments: readonly string[],
+  start: number,
+  params: Record<string, string | number>,
+): Node<H> | undefined {
   let node = root;
   for (let i = start; i < segments.length; i++) {
     const segment = segments[i] as string;

@@ -1,5 +1,5 @@
 /**
- * The HTTP rules applied to every successful response in one place (SPEC §8,
+ * The HTTP rules applied to every successful response in one place (contract §8,
  * §9): the negotiated `Content-Type`, a strong `ETag` (the handler's own, or
  * one from the exact bytes), `Cache-Control` by route, `If-None-Match`
  * answered with 304, also before the representation is built when the route
@@ -55,7 +55,11 @@ export function markFinished(response: Response): Response {
  * not match: the handler builds the 200 as usual. Errors of `currentTag`
  * (404) are the request's.
  */
-export async function notModifiedEarly(request: Request, currentTag: () => Promise<string>, options: FinishOptions): Promise<Response | undefined> {
+export async function notModifiedEarly(
+  request: Request,
+  currentTag: () => Promise<string>,
+  options: FinishOptions,
+): Promise<Response | undefined> {
   if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
   const condition = ifNoneMatchOf(request);
   if (condition === null) return undefined;
@@ -69,9 +73,14 @@ async function finishOnce(request: Request, response: Response, options: FinishO
   // hashed as they are, never read back from a stream or copied.
   const buffered = contentOf(response);
   const headers: Fields = buffered === undefined ? new Headers(response.headers) : fieldsOf(response);
-  if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE) headers.set('content-type', options.contentType);
+  if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE)
+    headers.set('content-type', options.contentType);
   const safe = request.method === 'GET' || request.method === 'HEAD';
-  if (buffered === null || (buffered === undefined && response.body === null) || (response.status !== 200 && response.status !== 201)) {
+  if (
+    buffered === null ||
+    (buffered === undefined && response.body === null) ||
+    (response.status !== 200 && response.status !== 201)
+  ) {
     headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
     return buffered === undefined ? withHeaders(response, headers as Headers) : response;
   }
@@ -97,7 +106,9 @@ function withHeaders(response: Response, headers: Headers): Response {
 function ifNoneMatchOf(request: Request): TagList | null {
   const condition = parseTagList(fieldOf(request, 'if-none-match'));
   if (condition === undefined) {
-    throw new HttpError(400, 'invalid-header', { detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".' });
+    throw new HttpError(400, 'invalid-header', {
+      detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".',
+    });
   }
   return condition;
 }
@@ -123,8 +134,11 @@ export interface VersionPolicy {
   refuseWhenSunset(path: string): void;
 }
 
-/** Version 1's dates (SPEC §8; RFC 9745, RFC 8594), read once. */
-export function versionPolicy(config: { readonly v1DeprecatedAt: Date; readonly v1SunsetAt: Date }, now: () => number = Date.now): VersionPolicy {
+/** Version 1's dates (contract §8; RFC 9745, RFC 8594), read once. */
+export function versionPolicy(
+  config: { readonly v1DeprecatedAt: Date; readonly v1SunsetAt: Date },
+  now: () => number = Date.now,
+): VersionPolicy {
   const deprecation = `@${Math.floor(config.v1DeprecatedAt.getTime() / 1000)}`;
   const sunset = config.v1SunsetAt.toUTCString();
   const successor = (path: string) => `/v2${path.startsWith('/v1/') ? path.slice(3) : path}`;

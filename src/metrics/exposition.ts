@@ -32,7 +32,9 @@ export function sample(name: string, labelText: string, value: number): string {
  * quote, line feed); the empty string for no labels.
  */
 export function labels(pairs: Readonly<Record<string, string>>): string {
-  const parts = Object.entries(pairs).map(([name, value]) => `${name}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`);
+  const parts = Object.entries(pairs).map(
+    ([name, value]) => `${name}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`,
+  );
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 

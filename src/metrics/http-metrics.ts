@@ -1,5 +1,5 @@
 /**
- * What the request pipeline counts for `GET /metrics` (SPEC §16): requests
+ * What the request pipeline counts for `GET /metrics` (contract §16): requests
  * by route pattern, method and status, their latency by route and method,
  * and rate-limit refusals. Recording is on every request's path, so it is
  * a few Map lookups and additions, no string building and no regular
@@ -13,11 +13,21 @@ import { family, labels, sample } from './exposition.ts';
 /** The route label of a request no route matched. */
 export const UNMATCHED = 'unmatched';
 
-/** Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 s (SPEC §11's deadline is 5 s). */
+/** Upper bounds (seconds) of the latency histogram's buckets: 1 ms to 10 s (contract §11's deadline is 5 s). */
 export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
 /** The methods counted by name; any other is `other`. */
-const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
+const METHODS: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+]);
 
 export type Limiter = 'user' | 'address';
 
@@ -70,10 +80,15 @@ export function createHttpMetrics(): HttpMetrics {
   const seriesOf = (pattern: string | undefined, method: string): MethodSeries => {
     const key = pattern ?? UNMATCHED;
     let route = routes.get(key);
-    if (route === undefined) routes.set(key, (route = { label: pattern === undefined ? UNMATCHED : routeLabel(pattern), methods: new Map() }));
+    if (route === undefined)
+      routes.set(key, (route = { label: pattern === undefined ? UNMATCHED : routeLabel(pattern), methods: new Map() }));
     const name = METHODS.has(method) ? method : 'other';
     let series = route.methods.get(name);
-    if (series === undefined) route.methods.set(name, (series = { statuses: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length + 1), sum: 0, count: 0 }));
+    if (series === undefined)
+      route.methods.set(
+        name,
+        (series = { statuses: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length + 1), sum: 0, count: 0 }),
+      );
     return series;
   };
 
@@ -98,26 +113,57 @@ export function createHttpMetrics(): HttpMetrics {
       for (const route of routes.values()) {
         for (const [method, series] of route.methods) {
           for (const [status, count] of series.statuses) {
-            requests.push(sample('orders_http_requests_total', labels({ route: route.label, method, status: status === 0 ? 'aborted' : String(status) }), count));
+            requests.push(
+              sample(
+                'orders_http_requests_total',
+                labels({ route: route.label, method, status: status === 0 ? 'aborted' : String(status) }),
+                count,
+              ),
+            );
           }
           if (series.count === 0) continue;
           let cumulative = 0;
           for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
             cumulative += series.buckets[i] as number;
             const le = i < DURATION_BUCKETS.length ? String(DURATION_BUCKETS[i]) : '+Inf';
-            durations.push(sample('orders_http_request_duration_seconds_bucket', labels({ route: route.label, method, le }), cumulative));
+            durations.push(
+              sample(
+                'orders_http_request_duration_seconds_bucket',
+                labels({ route: route.label, method, le }),
+                cumulative,
+              ),
+            );
           }
-          durations.push(sample('orders_http_request_duration_seconds_sum', labels({ route: route.label, method }), series.sum));
-          durations.push(sample('orders_http_request_duration_seconds_count', labels({ route: route.label, method }), series.count));
+          durations.push(
+            sample('orders_http_request_duration_seconds_sum', labels({ route: route.label, method }), series.sum),
+          );
+          durations.push(
+            sample('orders_http_request_duration_seconds_count', labels({ route: route.label, method }), series.count),
+          );
         }
       }
       return [
-        family('orders_http_requests_total', 'counter', 'Requests answered, by route pattern, method and status (aborted: the client left before the answer).', requests),
-        family('orders_http_request_duration_seconds', 'histogram', 'Time from a request\'s arrival to its answer, by route pattern and method.', durations),
-        family('orders_rate_limited_total', 'counter', 'Requests refused with 429, by the table that refused them (user: a token\'s user; address: a client address).', [
-          sample('orders_rate_limited_total', labels({ limiter: 'user' }), refused.user),
-          sample('orders_rate_limited_total', labels({ limiter: 'address' }), refused.address),
-        ]),
+        family(
+          'orders_http_requests_total',
+          'counter',
+          'Requests answered, by route pattern, method and status (aborted: the client left before the answer).',
+          requests,
+        ),
+        family(
+          'orders_http_request_duration_seconds',
+          'histogram',
+          "Time from a request's arrival to its answer, by route pattern and method.",
+          durations,
+        ),
+        family(
+          'orders_rate_limited_total',
+          'counter',
+          "Requests refused with 429, by the table that refused them (user: a token's user; address: a client address).",
+          [
+            sample('orders_rate_limited_total', labels({ limiter: 'user' }), refused.user),
+            sample('orders_rate_limited_total', labels({ limiter: 'address' }), refused.address),
+          ],
+        ),
       ].join('');
     },
   };

@@ -63,7 +63,9 @@ export interface MoneyJson {
  * the currency in a member of its own where it has one.
  */
 export function money<V extends Version>(
-  amount: string, currency: string, version: V,
+  amount: string,
+  currency: string,
+  version: V,
 ): V extends 1 ? number : MoneyJson;
 export function money(amount: string, currency: string, version: Version): number | MoneyJson {
   return version === 1 ? Number(amount) : { amount, currency };
@@ -83,22 +85,31 @@ export function page(name: string, item: NamedSchema): NamedSchema {
 }
 
 /** The problem details of every refusal (contract §5; RFC 9457). */
-export const Problem = named('Problem', v.strictObject({
-  type: v.pipe(v.string(), v.regex(/^\/problems\/[a-z-]+$/)),
-  title: v.string(),
-  status: v.pipe(v.number(), v.integer(), v.minValue(400), v.maxValue(599)),
-  detail: v.optional(v.string()),
-  instance: v.string(),
-  requestId: v.string(),
-  errors: v.optional(v.pipe(
-    v.array(v.union([
-      v.strictObject({
-        pointer: v.pipe(v.string(), v.description('JSON Pointer (RFC 6901) into the request body')),
-        detail: v.string(),
-      }),
-      v.strictObject({ parameter: v.pipe(v.string(), v.description('a query parameter')), detail: v.string() }),
-    ])),
-    v.maxLength(MAX_PROBLEM_ERRORS),
-    v.description(`each distinct error once, at most ${MAX_PROBLEM_ERRORS}; the detail says how many more there are`),
-  )),
-}));
+export const Problem = named(
+  'Problem',
+  v.strictObject({
+    type: v.pipe(v.string(), v.regex(/^\/problems\/[a-z-]+$/)),
+    title: v.string(),
+    status: v.pipe(v.number(), v.integer(), v.minValue(400), v.maxValue(599)),
+    detail: v.optional(v.string()),
+    instance: v.string(),
+    requestId: v.string(),
+    errors: v.optional(
+      v.pipe(
+        v.array(
+          v.union([
+            v.strictObject({
+              pointer: v.pipe(v.string(), v.description('JSON Pointer (RFC 6901) into the request body')),
+              detail: v.string(),
+            }),
+            v.strictObject({ parameter: v.pipe(v.string(), v.description('a query parameter')), detail: v.string() }),
+          ]),
+        ),
+        v.maxLength(MAX_PROBLEM_ERRORS),
+        v.description(
+          `each distinct error once, at most ${MAX_PROBLEM_ERRORS}; the detail says how many more there are`,
+        ),
+      ),
+    ),
+  }),
+);

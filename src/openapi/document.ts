@@ -72,7 +72,10 @@ function namedSchemas(routes: readonly DocumentedRoute[]): Record<string, v.Gene
  * `LicenseRef-` names it, as OpenAPI 3.1's `identifier` asks for an SPDX
  * expression and SPDX has no identifier for "no licence".
  */
-export const LICENSE = { name: 'Proprietary: no licence is granted (UNLICENSED)', identifier: 'LicenseRef-UNLICENSED' } as const;
+export const LICENSE = {
+  name: 'Proprietary: no licence is granted (UNLICENSED)',
+  identifier: 'LicenseRef-UNLICENSED',
+} as const;
 
 /** `/orders/{id:int}` → `/orders/{id}`. */
 export function openApiPath(pattern: string): string {
@@ -80,26 +83,82 @@ export function openApiPath(pattern: string): string {
 }
 
 const HEADERS: Json = {
-  ETag: { description: 'Strong, opaque entity tag of this representation (SPEC §9): of an order, from its revision, the API version and the media type; of anything else, from its exact bytes.', schema: { type: 'string' } },
+  ETag: {
+    description:
+      'Strong, opaque entity tag of this representation (contract §9): of an order, from its revision, the API version and the media type; of anything else, from its exact bytes.',
+    schema: { type: 'string' },
+  },
   Location: { description: 'The created resource.', schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version", the same path under /v2.', schema: { type: 'string' } },
-  'Cache-Control': { description: 'private, max-age for orders and items; public, max-age for products; no-store for users, payments and errors.', schema: { type: 'string' } },
-  Vary: { description: 'Accept on the versioned paths; Authorization where the answer depends on the caller; Origin on every answer once CORS_ORIGINS is set (a preflight\'s also Access-Control-Request-Method and -Headers). Absent when none applies.', schema: { type: 'string' } },
-  'X-Request-Id': { description: 'The request id: the one sent when it is 1–128 visible characters, else a generated one. On every response.', schema: { type: 'string' } },
-  RateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, errors included; absent when RATE_LIMIT=off.', schema: { type: 'string' } },
-  'RateLimit-Policy': { description: 'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors included; absent when RATE_LIMIT=off.', schema: { type: 'string' } },
+  Link: {
+    description:
+      'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version", the same path under /v2.',
+    schema: { type: 'string' },
+  },
+  'Cache-Control': {
+    description:
+      'private, max-age for orders and items; public, max-age for products; no-store for users, payments and errors.',
+    schema: { type: 'string' },
+  },
+  Vary: {
+    description:
+      "Accept on the versioned paths; Authorization where the answer depends on the caller; Origin on every answer once CORS_ORIGINS is set (a preflight's also Access-Control-Request-Method and -Headers). Absent when none applies.",
+    schema: { type: 'string' },
+  },
+  'X-Request-Id': {
+    description:
+      'The request id: the one sent when it is 1–128 visible characters, else a generated one. On every response.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description:
+      'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, errors included; absent when RATE_LIMIT=off.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description:
+      'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors included; absent when RATE_LIMIT=off.',
+    schema: { type: 'string' },
+  },
   Deprecation: { description: 'RFC 9745, on every version 1 response: @<unix seconds>.', schema: { type: 'string' } },
-  Sunset: { description: 'RFC 8594, on every version 1 response: the IMF-fixdate after which version 1 answers 410.', schema: { type: 'string' } },
-  'Idempotent-Replayed': { description: 'true when this is the stored result of an earlier request with the same Idempotency-Key (SPEC §7).', schema: { type: 'string', enum: ['true'] } },
+  Sunset: {
+    description: 'RFC 8594, on every version 1 response: the IMF-fixdate after which version 1 answers 410.',
+    schema: { type: 'string' },
+  },
+  'Idempotent-Replayed': {
+    description:
+      'true when this is the stored result of an earlier request with the same Idempotency-Key (contract §7).',
+    schema: { type: 'string', enum: ['true'] },
+  },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods of this path.', schema: { type: 'string' } },
   'Accept-Patch': { description: 'The media types PATCH accepts.', schema: { type: 'string' } },
-  'WWW-Authenticate': { description: 'Bearer realm="orders" (plus error="invalid_token"), or Bearer error="insufficient_scope", scope="…" (RFC 6750).', schema: { type: 'string' } },
-  'Access-Control-Allow-Origin': { description: 'With CORS_ORIGINS set, on every answer to a request whose Origin is listed: that origin (never *).', schema: { type: 'string' } },
-  'Access-Control-Expose-Headers': { description: 'With CORS_ORIGINS set, on every answer to a listed origin but a preflight\'s: the fields a script may read (ETag, Location, Link, the rate-limit fields, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed).', schema: { type: 'string' } },
-  'Access-Control-Allow-Methods': { description: 'The answer to a CORS preflight from a listed origin: the methods of this path.', schema: { type: 'string' } },
-  'Access-Control-Allow-Headers': { description: 'The answer to a CORS preflight from a listed origin: the request fields a script may send (Authorization, Idempotency-Key, If-Match, If-None-Match among them).', schema: { type: 'string' } },
-  'Access-Control-Max-Age': { description: 'The answer to a CORS preflight from a listed origin: seconds a browser may reuse it.', schema: { type: 'integer', minimum: 0 } },
+  'WWW-Authenticate': {
+    description:
+      'Bearer realm="orders" (plus error="invalid_token"), or Bearer error="insufficient_scope", scope="…" (RFC 6750).',
+    schema: { type: 'string' },
+  },
+  'Access-Control-Allow-Origin': {
+    description: 'With CORS_ORIGINS set, on every answer to a request whose Origin is listed: that origin (never *).',
+    schema: { type: 'string' },
+  },
+  'Access-Control-Expose-Headers': {
+    description:
+      "With CORS_ORIGINS set, on every answer to a listed origin but a preflight's: the fields a script may read (ETag, Location, Link, the rate-limit fields, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed).",
+    schema: { type: 'string' },
+  },
+  'Access-Control-Allow-Methods': {
+    description: 'The answer to a CORS preflight from a listed origin: the methods of this path.',
+    schema: { type: 'string' },
+  },
+  'Access-Control-Allow-Headers': {
+    description:
+      'The answer to a CORS preflight from a listed origin: the request fields a script may send (Authorization, Idempotency-Key, If-Match, If-None-Match among them).',
+    schema: { type: 'string' },
+  },
+  'Access-Control-Max-Age': {
+    description: 'The answer to a CORS preflight from a listed origin: seconds a browser may reuse it.',
+    schema: { type: 'integer', minimum: 0 },
+  },
 };
 
 /*
@@ -109,17 +168,22 @@ const HEADERS: Json = {
  */
 /** Every counted request's answer (RATE_LIMIT on, the default), whatever its status. */
 const RATE_LIMIT_FIELDS = ['RateLimit', 'RateLimit-Policy'];
-/** SPEC §8: every version 1 answer, once the path (its prefix) has been read. */
+/** contract §8: every version 1 answer, once the path (its prefix) has been read. */
 const VERSION_1_FIELDS = ['Deprecation', 'Sunset', 'Link'];
 /** Refused while the body is read, before the path is routed: the version is not known yet. */
 const BEFORE_ROUTING: ReadonlySet<ProblemSlug> = new Set(['payload-too-large', 'request-timeout']);
 /**
- * SPEC §16, with CORS_ORIGINS set: every answer varies by Origin, and one to
+ * contract §16, with CORS_ORIGINS set: every answer varies by Origin, and one to
  * a listed origin carries these; a preflight's answer (Fetch §3.2.2) carries
  * `PREFLIGHT_FIELDS` instead of the exposed list.
  */
 const CORS_FIELDS = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
-const PREFLIGHT_FIELDS = ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age'];
+const PREFLIGHT_FIELDS = [
+  'Access-Control-Allow-Origin',
+  'Access-Control-Allow-Methods',
+  'Access-Control-Allow-Headers',
+  'Access-Control-Max-Age',
+];
 /** The fields a problem type carries beyond those of every problem. */
 const PROBLEM_FIELDS: Partial<Record<ProblemSlug, readonly string[]>> = {
   unauthorized: ['WWW-Authenticate'],
@@ -141,11 +205,20 @@ function fields(names: Iterable<string>): Json {
  * `routed` false for those refused before the path (so the version) is read.
  */
 function pipelineFields(version: Version | undefined, routed = true): string[] {
-  return ['X-Request-Id', ...RATE_LIMIT_FIELDS, 'Vary', ...CORS_FIELDS, ...(version === 1 && routed ? VERSION_1_FIELDS : [])];
+  return [
+    'X-Request-Id',
+    ...RATE_LIMIT_FIELDS,
+    'Vary',
+    ...CORS_FIELDS,
+    ...(version === 1 && routed ? VERSION_1_FIELDS : []),
+  ];
 }
 
 function problemResponse(
-  route: DocumentedRoute | undefined, version: Version | undefined, slugs: readonly ProblemSlug[], replayable: boolean,
+  route: DocumentedRoute | undefined,
+  version: Version | undefined,
+  slugs: readonly ProblemSlug[],
+  replayable: boolean,
 ): Json {
   const description = slugs.map((slug) => `\`/problems/${slug}\`: ${PROBLEM_TITLES[slug]}`).join('; ');
   const names = ['Cache-Control'];
@@ -200,7 +273,9 @@ function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<n
 /** The parameters of the path of `pattern`: `{id:int}` an integer id, `{name}` a string. */
 function pathParameters(pattern: string): Json[] {
   return [...pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)].map((match) => ({
-    name: match[1], in: 'path', required: true,
+    name: match[1],
+    in: 'path',
+    required: true,
     schema: match[2] ? { ...ID_SCHEMA } : { type: 'string' },
   }));
 }
@@ -211,31 +286,57 @@ function parameters(route: DocumentedRoute, method: string): Json[] {
   if (list) {
     const keys = list.sortKeys.join('|');
     params.push(
-      { name: 'page', in: 'query', description: 'Page number; a page past the last is empty.', schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 } },
-      { name: 'pageSize', in: 'query', description: 'Items per page.', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 } },
       {
-        name: 'sort', in: 'query',
+        name: 'page',
+        in: 'query',
+        description: 'Page number; a page past the last is empty.',
+        schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
+      },
+      {
+        name: 'pageSize',
+        in: 'query',
+        description: 'Items per page.',
+        schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
+      },
+      {
+        name: 'sort',
+        in: 'query',
         description: `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in the order given, then by id in the direction of the last key.`,
         schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
       },
     );
     for (const filter of Object.keys(list.filters)) {
-      if (query?.[filter] === undefined) throw new OpenApiError(`${route.method} ${route.pattern}: the filter ${filter} has no documentation`);
+      if (query?.[filter] === undefined)
+        throw new OpenApiError(`${route.method} ${route.pattern}: the filter ${filter} has no documentation`);
     }
   }
   for (const [name, documented] of Object.entries(query ?? {})) {
     params.push({ name, in: 'query', description: documented.description, schema: documented.schema });
   }
   if (method === 'get' || method === 'head') {
-    params.push({ name: 'If-None-Match', in: 'header', description: 'Entity tags (or *): a match answers 304 (weak comparison).', schema: { type: 'string' } });
+    params.push({
+      name: 'If-None-Match',
+      in: 'header',
+      description: 'Entity tags (or *): a match answers 304 (weak comparison).',
+      schema: { type: 'string' },
+    });
   }
   if (route.doc.ifMatch) {
-    params.push({ name: 'If-Match', in: 'header', description: 'Entity tags (or *): the write happens only if the current tag matches (strong comparison), else 412.', schema: { type: 'string' } });
+    params.push({
+      name: 'If-Match',
+      in: 'header',
+      description:
+        'Entity tags (or *): the write happens only if the current tag matches (strong comparison), else 412.',
+      schema: { type: 'string' },
+    });
   }
   if (route.method === 'POST') {
     params.push({
-      name: 'Idempotency-Key', in: 'header', required: route.idempotency === 'required',
-      description: '1–255 visible ASCII characters, or a structured-field string. Kept 24 hours per user (SPEC §7).',
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: route.idempotency === 'required',
+      description:
+        '1–255 visible ASCII characters, or a structured-field string. Kept 24 hours per user (contract §7).',
       schema: { type: 'string', minLength: 1, maxLength: 257 },
     });
   }
@@ -243,14 +344,18 @@ function parameters(route: DocumentedRoute, method: string): Json[] {
 }
 
 function operationId(method: string, version: Version | undefined, pattern: string): string {
-  const words = openApiPath(pattern).replace(/[{}]/g, '').split(/[/-]/).map((p) => (p ? p[0]!.toUpperCase() + p.slice(1) : ''));
+  const words = openApiPath(pattern)
+    .replace(/[{}]/g, '')
+    .split(/[/-]/)
+    .map((p) => (p ? p[0]!.toUpperCase() + p.slice(1) : ''));
   return `${method}${version ? `V${version}` : ''}${words.join('')}`;
 }
 
 function operation(route: DocumentedRoute, method: string, version: Version | undefined): Json {
   const { doc } = route;
-  // SPEC §16: every operation says what it does beyond its summary; a route without it is a mistake at start-up.
-  if (!doc.description?.trim()) throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
+  // contract §16: every operation says what it does beyond its summary; a route without it is a mistake at start-up.
+  if (!doc.description?.trim())
+    throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
   const keyed = route.method === 'POST' && route.auth !== 'public';
   const success = ['Cache-Control', ...pipelineFields(version)];
   if (doc.success.status !== 204) success.push('ETag');
@@ -266,11 +371,14 @@ function operation(route: DocumentedRoute, method: string, version: Version | un
   const responses: Json = { [String(doc.success.status)]: ok };
   if (route.method === 'GET') {
     // RFC 9110 §15.4.5: the 200's ETag, Cache-Control and Vary, and what the pipeline adds to every answer.
-    responses['304'] = { description: 'Not modified: If-None-Match matched.', headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version)]) };
+    responses['304'] = {
+      description: 'Not modified: If-None-Match matched.',
+      headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version)]),
+    };
   }
   const own = new Set((doc.problems ?? []).map(([status]) => status));
   for (const [status, slugs] of [...problemsOf(route, version)].sort(([a], [b]) => a - b)) {
-    // SPEC §7: a keyed POST's own refusals (409, 422) are stored, and replayed as they were.
+    // contract §7: a keyed POST's own refusals (409, 422) are stored, and replayed as they were.
     responses[String(status)] = problemResponse(route, version, slugs, keyed && own.has(status) && isStored(status));
   }
   const op: Json = {
@@ -285,7 +393,11 @@ function operation(route: DocumentedRoute, method: string, version: Version | un
   };
   if (doc.body && method !== 'head') {
     const schema = ref(schemaFor(doc.body, version));
-    const types = [JSON_TYPE, ...(version === undefined ? [] : [VENDOR_TYPES[version]]), ...(route.method === 'PATCH' ? ['application/merge-patch+json'] : [])];
+    const types = [
+      JSON_TYPE,
+      ...(version === undefined ? [] : [VENDOR_TYPES[version]]),
+      ...(route.method === 'PATCH' ? ['application/merge-patch+json'] : []),
+    ];
     op.requestBody = { required: true, content: Object.fromEntries(types.map((t) => [t, { schema }])) };
   }
   return op;
@@ -310,7 +422,15 @@ function optionsOperation(pattern: string, version: Version | undefined, patchab
     ...(version === 1 ? { deprecated: true } : {}),
     parameters: pathParameters(pattern),
     responses: {
-      '204': { description: 'The methods of this path, in Allow.', headers: fields(['Allow', ...(patchable ? ['Accept-Patch'] : []), ...pipelineFields(version), ...PREFLIGHT_FIELDS]) },
+      '204': {
+        description: 'The methods of this path, in Allow.',
+        headers: fields([
+          'Allow',
+          ...(patchable ? ['Accept-Patch'] : []),
+          ...pipelineFields(version),
+          ...PREFLIGHT_FIELDS,
+        ]),
+      },
       '408': problem('request-timeout'),
       '413': problem('payload-too-large'),
       '429': problem('rate-limited'),

@@ -29,13 +29,14 @@ export interface RouteDoc {
   /** A collection's query rules: page, pageSize, sort and the filters, each filter documented in `query`. */
   readonly list?: ListSpec<string, Record<string, unknown>>;
   /** Query parameters (the filters of `list`), as JSON Schemas. */
-  readonly query?: Readonly<Record<string, { readonly description: string; readonly schema: Readonly<Record<string, unknown>> }>>;
+  readonly query?: Readonly<
+    Record<string, { readonly description: string; readonly schema: Readonly<Record<string, unknown>> }>
+  >;
   /** Takes `If-Match` (contract §9). */
   readonly ifMatch?: boolean;
   /** The refusals of this route's own rules, beyond those every route of its kind has. */
   readonly problems?: readonly (readonly [number, ProblemSlug])[];
 }
-
 
 /** What the document reads of a route (src/pipeline/context.ts's `RouteSpec` is one). */
 export interface DocumentedRoute {

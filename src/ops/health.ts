@@ -1,4 +1,4 @@
-/** Liveness and readiness (SPEC §1): public, never behind a version prefix. */
+/** Liveness and readiness (contract §1): public, never behind a version prefix. */
 import * as v from 'valibot';
 import type { RouteSpec } from '../pipeline/context.ts';
 import { jsonResponse } from '../http/json.ts';
@@ -6,7 +6,7 @@ import { unavailableError } from '../http/problem.ts';
 import { withDeadline } from '../db/errors.ts';
 import { named } from '../openapi/atoms.ts';
 
-/** SPEC §1: `/readyz` answers within 2 s, whatever the database does. */
+/** contract §1: `/readyz` answers within 2 s, whatever the database does. */
 export const READY_TIMEOUT_MS = 1_500;
 
 const HEALTH = named('Health', v.strictObject({ status: v.literal('ok') }));
@@ -20,7 +20,8 @@ export const healthRoutes: readonly RouteSpec[] = [
     versioned: false,
     doc: {
       summary: 'Liveness: 200 while the process runs',
-      description: 'Answers without touching the database, so a slow or lost database never makes the process look dead. Public, never cached.',
+      description:
+        'Answers without touching the database, so a slow or lost database never makes the process look dead. Public, never cached.',
       success: { status: 200, schema: HEALTH },
     },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
@@ -32,7 +33,8 @@ export const healthRoutes: readonly RouteSpec[] = [
     versioned: false,
     doc: {
       summary: 'Readiness: 200 when the database answers, else 503',
-      description: 'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it does not answer in time. Public, never cached.',
+      description:
+        'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it does not answer in time. Public, never cached.',
       success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {

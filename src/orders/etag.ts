@@ -1,5 +1,5 @@
 /**
- * The entity tag of an order (SPEC §9), derived from its revision rather
+ * The entity tag of an order (contract §9), derived from its revision rather
  * than from its bytes, so that a request can be answered 304 from the
  * revision alone. Pure.
  */
@@ -13,7 +13,7 @@ import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
  */
 export const ORDER_FORMAT = 1;
 
-/** Short codes of the media types an order is served in (SPEC §8). */
+/** Short codes of the media types an order is served in (contract §8). */
 const MEDIA_CODES: ReadonlyMap<string, string> = new Map([
   [JSON_TYPE, 'json'],
   [VENDOR_TYPES[1], 'vnd'],

@@ -1,9 +1,9 @@
 /**
- * `GET /order-items?orderId=N` (SPEC §4): the items of orders as a flat
+ * `GET /order-items?orderId=N` (contract §4): the items of orders as a flat
  * collection. `orderId` is optional for admins and required for customers,
  * who see only the items of their own orders.
  */
-import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
+import { principalOf, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
 import { orderBy, where } from '../db/page.ts';
 import { positiveId, type ListSpec } from '../http/list-query.ts';
@@ -17,14 +17,24 @@ const listItems = collectionHandler({
   list: LIST,
   sql: (ctx, query) => {
     const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'i.order_id'));
-    return { list: 'ListOrderItems', count: 'CountOrderItems', where: filter.sql, params: filter.params, orderBy: orderBy(query.sort, { id: 'i.id' }) };
+    return {
+      list: 'ListOrderItems',
+      count: 'CountOrderItems',
+      where: filter.sql,
+      params: filter.params,
+      orderBy: orderBy(query.sort, { id: 'i.id' }),
+    };
   },
   represent: (row: ItemRow, version) => orderItemRepresentation(row, version),
 });
 
 export const orderItemRoutes: readonly RouteSpec[] = [
   {
-    method: 'GET', pattern: '/order-items', auth: 'orders:read', cache: 'private', handler: listItems,
+    method: 'GET',
+    pattern: '/order-items',
+    auth: 'orders:read',
+    cache: 'private',
+    handler: listItems,
     doc: {
       summary: 'List order items',
       description: 'A customer must give orderId and sees only the items of their own orders.',

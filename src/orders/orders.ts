@@ -1,5 +1,5 @@
 /**
- * The order endpoints (SPEC §4): the collection with its filters, one order,
+ * The order endpoints (contract §4): the collection with its filters, one order,
  * and its creation, replacement, merge patch and deletion; with the
  * ownership rules of §6.
  */
@@ -17,10 +17,28 @@ import type { Version } from '../http/negotiation.ts';
 import { ORDER, ORDER_PAGE, orderRepresentation, type OrderRow } from './representation.ts';
 import { ID_SCHEMA } from '../openapi/atoms.ts';
 import {
-  CREATE_ORDER, CreateOrderSchema, duplicateProducts, nullMembers, PATCH_ORDER, PatchOrderSchema, REPLACE_ORDER,
-  ReplaceOrderSchema, STATUSES, type Item, type Status,
+  CREATE_ORDER,
+  CreateOrderSchema,
+  duplicateProducts,
+  nullMembers,
+  PATCH_ORDER,
+  PatchOrderSchema,
+  REPLACE_ORDER,
+  ReplaceOrderSchema,
+  STATUSES,
+  type Item,
+  type Status,
 } from './schema.ts';
-import { createOrder, deleteOrder, getOrder, getOrderJson, getOrderRevision, updateOrder, type OrderChanges, type Precondition, type StoredOrder } from './store.ts';
+import {
+  createOrder,
+  deleteOrder,
+  getOrderJson,
+  getOrderRevision,
+  updateOrder,
+  type OrderChanges,
+  type Precondition,
+  type StoredOrder,
+} from './store.ts';
 import { ifMatch, parseTagList } from '../http/conditional.ts';
 import { fieldOf } from '../http/node-adapter.ts';
 import { orderTag } from './etag.ts';
@@ -29,10 +47,14 @@ import { orderTag } from './etag.ts';
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
 
 const status: FilterParser<Status> = (value) =>
-  (STATUSES as readonly string[]).includes(value) ? { value: value as Status } : { error: `must be one of ${STATUSES.join(', ')}` };
+  (STATUSES as readonly string[]).includes(value)
+    ? { value: value as Status }
+    : { error: `must be one of ${STATUSES.join(', ')}` };
 
 const minTotal: FilterParser<string> = (value) =>
-  DECIMAL.test(value) ? { value } : { error: 'must be a non-negative decimal with at most 2 decimal places, such as 100 or 49.95' };
+  DECIMAL.test(value)
+    ? { value }
+    : { error: 'must be a non-negative decimal with at most 2 decimal places, such as 100 or 49.95' };
 
 export type OrderSortKey = 'id' | 'status' | 'createdAt' | 'updatedAt' | 'total';
 export interface OrderFilters extends Record<string, unknown> {
@@ -45,7 +67,13 @@ export const ORDER_LIST: ListSpec<OrderSortKey, OrderFilters> = {
   sortKeys: ['id', 'status', 'createdAt', 'updatedAt', 'total'],
   filters: { status, customerId: positiveId, minTotal },
 };
-const SORT_COLUMNS: Record<OrderSortKey, string> = { id: 'o.id', status: 'o.status', createdAt: 'o.created_at', updatedAt: 'o.updated_at', total: 'o.total' };
+const SORT_COLUMNS: Record<OrderSortKey, string> = {
+  id: 'o.id',
+  status: 'o.status',
+  createdAt: 'o.created_at',
+  updatedAt: 'o.updated_at',
+  total: 'o.total',
+};
 
 /** One order filter's condition over the orders `o`, and over the kept counts `c` when they can answer it. */
 interface OrderFilterSql {
@@ -75,7 +103,7 @@ export interface OrderListSql extends PageSql {
  * The SQL fragments and values of one order list: `owners` (a customer's own
  * id, or the user of the path) and the query's filters become fixed
  * conditions, its sort the fixed column map. When every condition is a
- * customer or a status, the total comes from the kept counts (SPEC §2's
+ * customer or a status, the total comes from the kept counts (contract §2's
  * exact `meta.total` from a few counter rows). Pure; nothing from the
  * request reaches the SQL text.
  */
@@ -92,7 +120,11 @@ export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owner
   const counts = where(filters.map(([f, value]) => ({ sql: f.counts as (p: string) => string, value })));
   // With no customer condition, the rows that count every customer.
   const anyCustomer = !filters.some(([f]) => f === CUSTOMER);
-  const totalWhere = !anyCustomer ? counts.sql : counts.sql === 'TRUE' ? ALL_CUSTOMERS : `${ALL_CUSTOMERS} AND ${counts.sql}`;
+  const totalWhere = !anyCustomer
+    ? counts.sql
+    : counts.sql === 'TRUE'
+      ? ALL_CUSTOMERS
+      : `${ALL_CUSTOMERS} AND ${counts.sql}`;
   return { ...sorted, list: 'ListOrdersKeptTotal', count: 'SumOrderCounts', totalWhere };
 }
 
@@ -114,8 +146,9 @@ const listOfUser = collectionHandler({
   before: async (ctx): Promise<number> => {
     const principal = principalOf(ctx);
     const userId = ctx.params.id as number;
-    // Another customer's path is as missing as an unknown user's (SPEC §6).
-    const visible = principal.role === 'admin' ? (await ctx.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
+    // Another customer's path is as missing as an unknown user's (contract §6).
+    const visible =
+      principal.role === 'admin' ? (await ctx.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
     if (!visible) throw new HttpError(404, 'not-found', { detail: `There is no user ${userId}.` });
     return userId;
   },
@@ -125,11 +158,19 @@ const listOfUser = collectionHandler({
 
 /**
  * An order as this request's version and media type represent it, with the
- * tag of its revision (SPEC §9): the tag `currentTag` finds for a 304, and
+ * tag of its revision (contract §9): the tag `currentTag` finds for a 304, and
  * the one `If-Match` is compared against.
  */
-function orderResponse(ctx: RequestContext, row: StoredOrder, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
-  return jsonResponse(orderRepresentation(row, ctx.version), status, { ...headers, etag: orderTag(row.id, row.revision, ctx.version, ctx.contentType) });
+function orderResponse(
+  ctx: RequestContext,
+  row: StoredOrder,
+  status = 200,
+  headers: Readonly<Record<string, string>> = {},
+): Response {
+  return jsonResponse(orderRepresentation(row, ctx.version), status, {
+    ...headers,
+    etag: orderTag(row.id, row.revision, ctx.version, ctx.contentType),
+  });
 }
 
 /** One order: the database sends its representation as JSON text, which goes out as it is. */
@@ -157,7 +198,8 @@ async function create(ctx: RequestContext): Promise<Response> {
   itemsOrThrow(body.items);
   let customerId: number;
   if (principal.role === 'admin') {
-    if (body.customerId === undefined) throw validationError([{ pointer: '/customerId', detail: 'is required when an admin creates an order' }]);
+    if (body.customerId === undefined)
+      throw validationError([{ pointer: '/customerId', detail: 'is required when an admin creates an order' }]);
     customerId = body.customerId;
   } else {
     if (body.customerId !== undefined && body.customerId !== principal.userId) {
@@ -180,7 +222,9 @@ function preconditionOf(ctx: RequestContext): Precondition | undefined {
   const list = parseTagList(header);
   if (list === null) return undefined;
   if (list === undefined) {
-    throw new HttpError(400, 'invalid-header', { detail: 'If-Match must be * or a list of entity tags such as "abc".' });
+    throw new HttpError(400, 'invalid-header', {
+      detail: 'If-Match must be * or a list of entity tags such as "abc".',
+    });
   }
   return (locked) => {
     const current = orderTag(locked.id, locked.revision, ctx.version, ctx.contentType);
@@ -219,64 +263,121 @@ async function remove(ctx: RequestContext): Promise<Response> {
 const ORDER_QUERY = {
   status: { description: 'only orders with this status', schema: { type: 'string', enum: [...STATUSES] } },
   customerId: { description: "only this customer's orders", schema: ID_SCHEMA },
-  minTotal: { description: 'only orders whose total is at least this (up to 10 digits and 2 decimals)', schema: { type: 'string', pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' } },
+  minTotal: {
+    description: 'only orders whose total is at least this (up to 10 digits and 2 decimals)',
+    schema: { type: 'string', pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' },
+  },
 };
-const WRITE_PROBLEMS = [[409, 'invalid-transition'], [409, 'order-not-editable'], [412, 'precondition-failed'], [422, 'validation']] as const;
+const WRITE_PROBLEMS = [
+  [409, 'invalid-transition'],
+  [409, 'order-not-editable'],
+  [412, 'precondition-failed'],
+  [422, 'validation'],
+] as const;
 
 export const orderRoutes: readonly RouteSpec[] = [
   {
-    method: 'GET', pattern: '/orders', auth: 'orders:read', cache: 'private', handler: listAll,
+    method: 'GET',
+    pattern: '/orders',
+    auth: 'orders:read',
+    cache: 'private',
+    handler: listAll,
     doc: {
-      summary: 'List orders', description: 'A customer sees only their own orders.',
-      success: { status: 200, schema: ORDER_PAGE }, list: ORDER_LIST, query: ORDER_QUERY,
+      summary: 'List orders',
+      description: 'A customer sees only their own orders.',
+      success: { status: 200, schema: ORDER_PAGE },
+      list: ORDER_LIST,
+      query: ORDER_QUERY,
     },
   },
   {
-    method: 'POST', pattern: '/orders', auth: 'orders:write', handler: create,
+    method: 'POST',
+    pattern: '/orders',
+    auth: 'orders:write',
+    handler: create,
     doc: {
       summary: 'Create a pending order',
-      description: 'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from the catalog.',
-      success: { status: 201, schema: ORDER }, body: CREATE_ORDER, problems: [[422, 'validation']],
+      description:
+        'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from the catalog.',
+      success: { status: 201, schema: ORDER },
+      body: CREATE_ORDER,
+      problems: [[422, 'validation']],
     },
   },
   {
-    method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', cache: 'private', handler: getOne, currentTag,
+    method: 'GET',
+    pattern: '/orders/{id:int}',
+    auth: 'orders:read',
+    cache: 'private',
+    handler: getOne,
+    currentTag,
     doc: {
       summary: 'Get an order with its items',
-      description: 'A customer reads only their own orders: another customer\'s order answers 404, as a missing one. The ETag comes from the order\'s revision, so If-None-Match is answered without building the order.',
+      description:
+        "A customer reads only their own orders: another customer's order answers 404, as a missing one. The ETag comes from the order's revision, so If-None-Match is answered without building the order.",
       success: { status: 200, schema: ORDER },
     },
   },
   {
-    method: 'PUT', pattern: '/orders/{id:int}', auth: 'orders:write', handler: replace,
+    method: 'PUT',
+    pattern: '/orders/{id:int}',
+    auth: 'orders:write',
+    handler: replace,
     doc: {
       summary: 'Replace the writable members of an order',
-      description: 'customerId, status and items, all required. The status may change only as the order states allow (409 invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the write happens only if the order is unchanged (else 412).',
-      success: { status: 200, schema: ORDER }, body: REPLACE_ORDER, ifMatch: true, problems: WRITE_PROBLEMS,
+      description:
+        'customerId, status and items, all required. The status may change only as the order states allow (409 invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the write happens only if the order is unchanged (else 412).',
+      success: { status: 200, schema: ORDER },
+      body: REPLACE_ORDER,
+      ifMatch: true,
+      problems: WRITE_PROBLEMS,
     },
   },
   {
-    method: 'PATCH', pattern: '/orders/{id:int}', auth: 'orders:write', handler: patch,
+    method: 'PATCH',
+    pattern: '/orders/{id:int}',
+    auth: 'orders:write',
+    handler: patch,
     doc: {
       summary: 'Change an order (JSON Merge Patch)',
-      description: 'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). The same rules as a replacement apply; setting the status the order already has succeeds and changes nothing.',
-      success: { status: 200, schema: ORDER }, body: PATCH_ORDER, ifMatch: true, problems: WRITE_PROBLEMS,
+      description:
+        'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). The same rules as a replacement apply; setting the status the order already has succeeds and changes nothing.',
+      success: { status: 200, schema: ORDER },
+      body: PATCH_ORDER,
+      ifMatch: true,
+      problems: WRITE_PROBLEMS,
     },
   },
   {
-    method: 'DELETE', pattern: '/orders/{id:int}', auth: 'orders:write', handler: remove,
+    method: 'DELETE',
+    pattern: '/orders/{id:int}',
+    auth: 'orders:write',
+    handler: remove,
     doc: {
       summary: 'Delete an order without payments',
-      description: 'An order that has a payment cannot be deleted (409 order-has-payments): cancel it instead. A repeated delete answers 404.',
-      success: { status: 204 }, ifMatch: true, problems: [[409, 'order-has-payments'], [412, 'precondition-failed']],
+      description:
+        'An order that has a payment cannot be deleted (409 order-has-payments): cancel it instead. A repeated delete answers 404.',
+      success: { status: 204 },
+      ifMatch: true,
+      problems: [
+        [409, 'order-has-payments'],
+        [412, 'precondition-failed'],
+      ],
     },
   },
   {
-    method: 'GET', pattern: '/users/{id:int}/orders', auth: 'orders:read', cache: 'private', handler: listOfUser,
+    method: 'GET',
+    pattern: '/users/{id:int}/orders',
+    auth: 'orders:read',
+    cache: 'private',
+    handler: listOfUser,
     doc: {
       summary: "List one user's orders",
-      description: 'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only their own.',
-      success: { status: 200, schema: ORDER_PAGE }, list: ORDER_LIST, query: ORDER_QUERY,
+      description:
+        'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only their own.',
+      success: { status: 200, schema: ORDER_PAGE },
+      list: ORDER_LIST,
+      query: ORDER_QUERY,
     },
   },
 ];

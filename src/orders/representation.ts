@@ -1,5 +1,5 @@
 /**
- * Orders and order items as versions 1 and 2 represent them (SPEC §2): one
+ * Orders and order items as versions 1 and 2 represent them (contract §2): one
  * serializer per version, the same shape alone and in a collection, and the
  * schemas that describe them in the OpenAPI document. Money arrives from SQL
  * as a decimal string and stays one in v2; v1 shows it as a JSON number
@@ -53,13 +53,24 @@ export function orderRepresentation(row: OrderRow, version: Version) {
   const items = row.items.map((item) => itemRepresentation(item, row.currency, version));
   if (version === 1) {
     return {
-      id: row.id, customerId: row.customer_id, status: row.status, currency: row.currency,
-      total: money(row.total, row.currency, version), items, createdAt: row.created_at, updatedAt: row.updated_at,
+      id: row.id,
+      customerId: row.customer_id,
+      status: row.status,
+      currency: row.currency,
+      total: money(row.total, row.currency, version),
+      items,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
     };
   }
   return {
-    id: row.id, customerId: row.customer_id, status: row.status,
-    total: money(row.total, row.currency, version), items, createdAt: row.created_at, updatedAt: row.updated_at,
+    id: row.id,
+    customerId: row.customer_id,
+    status: row.status,
+    total: money(row.total, row.currency, version),
+    items,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -74,20 +85,53 @@ export function orderItemRepresentation(row: ItemRow, version: Version) {
 
 const Qty = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_QTY));
 const OrderStatus = v.picklist(STATUSES);
-const OrderItemV1 = named('OrderItemV1', v.strictObject({
-  id: Id, orderId: Id, productId: Id, qty: Qty, unitPrice: MoneyNumber,
-}));
-const OrderItemV2 = named('OrderItemV2', v.strictObject({
-  id: Id, orderId: Id, productId: Id, qty: Qty, unitPrice: Money,
-}));
-const OrderV1 = named('OrderV1', v.strictObject({
-  id: Id, customerId: Id, status: OrderStatus, currency: Currency, total: MoneyNumber,
-  items: v.array(OrderItemV1.schema), createdAt: Timestamp, updatedAt: Timestamp,
-}), [OrderItemV1]);
-const OrderV2 = named('OrderV2', v.strictObject({
-  id: Id, customerId: Id, status: OrderStatus, total: Money,
-  items: v.array(OrderItemV2.schema), createdAt: Timestamp, updatedAt: Timestamp,
-}), [OrderItemV2]);
+const OrderItemV1 = named(
+  'OrderItemV1',
+  v.strictObject({
+    id: Id,
+    orderId: Id,
+    productId: Id,
+    qty: Qty,
+    unitPrice: MoneyNumber,
+  }),
+);
+const OrderItemV2 = named(
+  'OrderItemV2',
+  v.strictObject({
+    id: Id,
+    orderId: Id,
+    productId: Id,
+    qty: Qty,
+    unitPrice: Money,
+  }),
+);
+const OrderV1 = named(
+  'OrderV1',
+  v.strictObject({
+    id: Id,
+    customerId: Id,
+    status: OrderStatus,
+    currency: Currency,
+    total: MoneyNumber,
+    items: v.array(OrderItemV1.schema),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+  [OrderItemV1],
+);
+const OrderV2 = named(
+  'OrderV2',
+  v.strictObject({
+    id: Id,
+    customerId: Id,
+    status: OrderStatus,
+    total: Money,
+    items: v.array(OrderItemV2.schema),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  }),
+  [OrderItemV2],
+);
 
 /** The schemas of `orderRepresentation()` and `orderItemRepresentation()`, alone and as a page, per version. */
 export const ORDER = { v1: OrderV1, v2: OrderV2 };

@@ -1,5 +1,5 @@
 /**
- * The request bodies of orders (SPEC §4), as valibot schemas: strict (an
+ * The request bodies of orders (contract §4), as valibot schemas: strict (an
  * unknown member is a 422, never ignored or stored), with the messages the
  * problem details carry. The rules that span several members (no product
  * twice) are checked in `checkItems()`.
@@ -69,17 +69,24 @@ export function nullMembers(patch: unknown): ProblemError[] {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return [];
   return Object.entries(patch)
     .filter(([, value]) => value === null)
-    .map(([key]) => ({ pointer: jsonPointer([key]), detail: 'must not be null: no member of an order can be removed' }));
+    .map(([key]) => ({
+      pointer: jsonPointer([key]),
+      detail: 'must not be null: no member of an order can be removed',
+    }));
 }
 
-/** A product may appear once per order (SPEC §4). */
+/** A product may appear once per order (contract §4). */
 export function duplicateProducts(items: readonly Item[]): ProblemError[] {
   const first = new Map<number, number>();
   const errors: ProblemError[] = [];
   items.forEach((item, index) => {
     const seen = first.get(item.productId);
     if (seen === undefined) first.set(item.productId, index);
-    else errors.push({ pointer: `/items/${index}/productId`, detail: `names product ${item.productId} again (already at /items/${seen})` });
+    else
+      errors.push({
+        pointer: `/items/${index}/productId`,
+        detail: `names product ${item.productId} again (already at /items/${seen})`,
+      });
   });
   return errors;
 }

@@ -23,7 +23,7 @@ export function notFound(id: number): HttpError {
   return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
 }
 
-/** An order as stored: the row of its representation, and its revision (SPEC §9). */
+/** An order as stored: the row of its representation, and its revision (contract §9). */
 export interface StoredOrder extends OrderRow {
   /** Grows with every change to the order or its items (sql/migrations/0008_order_revision.sql). */
   revision: number;
@@ -37,7 +37,10 @@ export async function getOrder(db: Db, id: number, principal: Principal): Promis
 
 /** Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404 like `getOrder`. */
 export async function getOrderJson(
-  db: Db, id: number, principal: Principal, version: Version,
+  db: Db,
+  id: number,
+  principal: Principal,
+  version: Version,
 ): Promise<{ revision: number; body: string }> {
   const row = await db.one<{ revision: number; body: string }>('GetOrderJson', [id, ownerLimit(principal), version]);
   if (row === undefined) throw notFound(id);
@@ -72,7 +75,10 @@ function currencyOfItems(items: readonly Item[], currencies: readonly (string | 
     } else if (currency === undefined) {
       currency = found;
     } else if (found !== currency) {
-      errors.push({ pointer: `/items/${index}/productId`, detail: `is priced in ${found}, the order's other items in ${currency}; an order has one currency` });
+      errors.push({
+        pointer: `/items/${index}/productId`,
+        detail: `is priced in ${found}, the order's other items in ${currency}; an order has one currency`,
+      });
     }
   });
   if (errors.length > 0) throw validationError(errors);
@@ -85,16 +91,23 @@ function currencyOfItems(items: readonly Item[], currencies: readonly (string | 
  */
 async function currencyOf(db: Db, items: readonly Item[]): Promise<string> {
   const products = new Map(
-    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [p.id, p.currency]),
+    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [
+      p.id,
+      p.currency,
+    ]),
   );
-  return currencyOfItems(items, items.map((item) => products.get(item.productId) ?? null));
+  return currencyOfItems(
+    items,
+    items.map((item) => products.get(item.productId) ?? null),
+  );
 }
 
 function unknownUser(userId: number): HttpError {
   return validationError([{ pointer: '/customerId', detail: `there is no user ${userId}` }]);
 }
 
-const totalTooLarge = (): HttpError => validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
+const totalTooLarge = (): HttpError =>
+  validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
 
 async function requireUser(db: Db, userId: number): Promise<void> {
   if ((await db.one('GetUser', [userId])) === undefined) {
@@ -132,12 +145,19 @@ interface CreateResult {
  * the total. The second reads the order back after its triggers and writes
  * the event from it.
  */
-export async function createOrder(db: Db, customerId: number, items: readonly Item[], checkCustomer: boolean): Promise<StoredOrder> {
+export async function createOrder(
+  db: Db,
+  customerId: number,
+  items: readonly Item[],
+  checkCustomer: boolean,
+): Promise<StoredOrder> {
   return db.begin(async (db) => {
-    const created = (await db.one<CreateResult>(
-      'CreateOrder',
-      [customerId, checkCustomer, items.map((i) => String(i.productId)), items.map((i) => String(i.qty))],
-    )) as CreateResult;
+    const created = (await db.one<CreateResult>('CreateOrder', [
+      customerId,
+      checkCustomer,
+      items.map((i) => String(i.productId)),
+      items.map((i) => String(i.qty)),
+    ])) as CreateResult;
     if (created.id === null) {
       if (!created.customer_known) throw unknownUser(customerId);
       currencyOfItems(items, created.currencies);
@@ -180,7 +200,13 @@ function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean
  * the §3 transition, and editability are checked on the locked row. Setting
  * what the order already has changes nothing, not even `updatedAt`.
  */
-export async function updateOrder(db: Db, id: number, principal: Principal, changes: OrderChanges, precondition?: Precondition): Promise<StoredOrder> {
+export async function updateOrder(
+  db: Db,
+  id: number,
+  principal: Principal,
+  changes: OrderChanges,
+  precondition?: Precondition,
+): Promise<StoredOrder> {
   return db.begin(async (db) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
@@ -190,19 +216,24 @@ export async function updateOrder(db: Db, id: number, principal: Principal, chan
     const customerId = changes.customerId ?? locked.customer_id;
     const customerChanged = customerId !== locked.customer_id;
     if (customerChanged) {
-      if (principal.role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may change the customer of an order.' });
+      if (principal.role !== 'admin')
+        throw new HttpError(403, 'forbidden', { detail: 'Only an admin may change the customer of an order.' });
       await requireUser(db, customerId);
     }
 
     const status = changes.status ?? locked.status;
     const transition = checkTransition(locked.status, status, principal.role);
     if (!transition.ok) {
-      throw new HttpError(transition.problem === 'forbidden' ? 403 : 409, transition.problem, { detail: transition.detail });
+      throw new HttpError(transition.problem === 'forbidden' ? 403 : 409, transition.problem, {
+        detail: transition.detail,
+      });
     }
 
     const itemsChanged = changes.items !== undefined && !sameItems(current.items, changes.items);
     if (itemsChanged && locked.status !== 'pending') {
-      throw new HttpError(409, 'order-not-editable', { detail: `The items of a ${locked.status} order cannot change; only a pending order's can.` });
+      throw new HttpError(409, 'order-not-editable', {
+        detail: `The items of a ${locked.status} order cannot change; only a pending order's can.`,
+      });
     }
 
     if (!customerChanged && status === locked.status && !itemsChanged) return current;
@@ -217,20 +248,32 @@ export async function updateOrder(db: Db, id: number, principal: Principal, chan
     const row = (await db.one<StoredOrder>('GetOrder', [id, null])) as StoredOrder;
     const representation = orderRepresentation(row, 2);
     if (customerChanged || itemsChanged) await recordEvent(db, 'order.updated', row.customer_id, representation);
-    if (status !== locked.status) await recordEvent(db, 'order.status_changed', row.customer_id, { from: locked.status, to: status, order: representation });
+    if (status !== locked.status)
+      await recordEvent(db, 'order.status_changed', row.customer_id, {
+        from: locked.status,
+        to: status,
+        order: representation,
+      });
     return row;
   });
 }
 
 /** Deletes order `id` (and its items), as `principal`. */
-export async function deleteOrder(db: Db, id: number, principal: Principal, precondition?: Precondition): Promise<void> {
+export async function deleteOrder(
+  db: Db,
+  id: number,
+  principal: Principal,
+  precondition?: Precondition,
+): Promise<void> {
   await db.begin(async (db) => {
     const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
     precondition?.(locked);
     const current = (await db.one<OrderRow>('GetOrder', [id, null])) as OrderRow;
     if ((await db.one<{ has: boolean }>('OrderHasPayments', [id]))?.has) {
-      throw new HttpError(409, 'order-has-payments', { detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.` });
+      throw new HttpError(409, 'order-has-payments', {
+        detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.`,
+      });
     }
     await recordEvent(db, 'order.deleted', current.customer_id, orderRepresentation(current, 2));
     await db.exec('DeleteOrder', [id]);

@@ -1,5 +1,5 @@
 /**
- * Order status transitions (SPEC §3) as a table, and who may make them.
+ * Order status transitions (contract §3) as a table, and who may make them.
  * Pure: no I/O.
  */
 import type { Role } from '../auth/authenticator.ts';
@@ -12,8 +12,14 @@ interface Transition {
 }
 
 const TRANSITIONS: Readonly<Record<Status, readonly Transition[]>> = {
-  pending: [{ to: 'paid', by: 'payments' }, { to: 'cancelled', by: 'customer' }],
-  paid: [{ to: 'shipped', by: 'admin' }, { to: 'cancelled', by: 'admin' }],
+  pending: [
+    { to: 'paid', by: 'payments' },
+    { to: 'cancelled', by: 'customer' },
+  ],
+  paid: [
+    { to: 'shipped', by: 'admin' },
+    { to: 'cancelled', by: 'admin' },
+  ],
   shipped: [{ to: 'delivered', by: 'admin' }],
   delivered: [],
   cancelled: [],
@@ -42,7 +48,11 @@ export function checkTransition(from: Status, to: Status, role: Role): Transitio
     return { ok: false, problem: 'invalid-transition', detail: `An order cannot go from ${from} to ${to}${final}.` };
   }
   if (transition.by === 'payments') {
-    return { ok: false, problem: 'invalid-transition', detail: `An order goes from ${from} to ${to} only through a successful POST /payments.` };
+    return {
+      ok: false,
+      problem: 'invalid-transition',
+      detail: `An order goes from ${from} to ${to} only through a successful POST /payments.`,
+    };
   }
   if (transition.by === 'admin' && role !== 'admin') {
     return { ok: false, problem: 'forbidden', detail: `Only an admin may move an order from ${from} to ${to}.` };

@@ -1,5 +1,5 @@
 /**
- * `GET /docs` (SPEC §16): the interactive API reference of `/openapi.json`,
+ * `GET /docs` (contract §16): the interactive API reference of `/openapi.json`,
  * rendered in the browser by Swagger UI (package `swagger-ui-dist`), whose
  * script, style and icon this service serves itself under `/docs/<file>`:
  * the page makes no request to any other host. No CDN, no web fonts, no
@@ -17,7 +17,8 @@ import { readSwaggerUiFile, SWAGGER_UI_FILES } from './swagger-ui-files.ts';
  * icons inside swagger-ui.css); requests (the document, "Try it out") go to
  * this origin alone.
  */
-export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** Swagger UI's set-up, the one script of ours on the page. */
 const INIT_SCRIPT = `// Swagger UI for this service's OpenAPI document (served by the Orders service).
@@ -92,7 +93,8 @@ export const docsRoutes: readonly RouteSpec[] = [
     cache: PAGE_CACHE,
     doc: {
       summary: 'Interactive API reference (HTML)',
-      description: 'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service serves itself under /docs/{file}: the page makes no request to another host. Sent with a Content-Security-Policy allowing this origin only. No token needed.',
+      description:
+        'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service serves itself under /docs/{file}: the page makes no request to another host. Sent with a Content-Security-Policy allowing this origin only. No token needed.',
       success: { status: 200 },
     },
     handler: async () => staticResponse(page, { 'content-security-policy': DOCS_CSP }),

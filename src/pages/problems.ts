@@ -1,5 +1,5 @@
 /**
- * `GET /problems/<slug>` (SPEC §5, §16): the page a problem's `type` URI
+ * `GET /problems/<slug>` (contract §5, §16): the page a problem's `type` URI
  * names, saying what the problem means, when it happens and what to do,
  * from the texts of `src/problems/texts.ts`. HTML by default (a small,
  * self-contained page), `text/markdown` or `application/json` on request
@@ -35,24 +35,38 @@ export interface ProblemPage {
 /** The page of `slug`, from its title and text. */
 export function problemPage(slug: ProblemSlug): ProblemPage {
   const text = PROBLEM_TEXTS[slug];
-  return { type: `/problems/${slug}`, slug, title: PROBLEM_TITLES[slug], statuses: text.statuses, meaning: text.meaning, when: text.when, whatToDo: text.whatToDo };
+  return {
+    type: `/problems/${slug}`,
+    slug,
+    title: PROBLEM_TITLES[slug],
+    statuses: text.statuses,
+    meaning: text.meaning,
+    when: text.when,
+    whatToDo: text.whatToDo,
+  };
 }
 
-const STYLE = 'body{font:1rem/1.5 system-ui,sans-serif;max-width:42rem;margin:0 auto;padding:1rem;color-scheme:light dark}'
-  + 'code{font-family:ui-monospace,monospace;font-size:.9em;background:rgba(127,127,127,.15);padding:0 .2em;border-radius:.2em}'
-  + 'h1{font-size:1.6rem;line-height:1.2}h2{font-size:1.15rem;margin-top:1.5rem}footer{margin-top:2rem;font-size:.9rem}';
+const STYLE =
+  'body{font:1rem/1.5 system-ui,sans-serif;max-width:42rem;margin:0 auto;padding:1rem;color-scheme:light dark}' +
+  'code{font-family:ui-monospace,monospace;font-size:.9em;background:rgba(127,127,127,.15);padding:0 .2em;border-radius:.2em}' +
+  'h1{font-size:1.6rem;line-height:1.2}h2{font-size:1.15rem;margin-top:1.5rem}footer{margin-top:2rem;font-size:.9rem}';
 /** The page's only style, allowed by its hash: nothing else may load or run (CSP Level 3). */
 export const PROBLEM_PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 
 const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 /** Plain text with Markdown code spans, as HTML. */
 const inline = (text: string): string => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
-const statusWords = (statuses: readonly number[]): string => `${statuses.length === 1 ? 'status' : 'statuses'} ${statuses.join(', ')}`;
+const statusWords = (statuses: readonly number[]): string =>
+  `${statuses.length === 1 ? 'status' : 'statuses'} ${statuses.join(', ')}`;
 
 /** The HTML page: self-contained, its only style inline (allowed by `PROBLEM_PAGE_CSP`). */
 export function renderHtml(page: ProblemPage): string {
-  const list = (items: readonly string[]) => `<ul>\n${items.map((item) => `<li>${inline(item)}</li>`).join('\n')}\n</ul>`;
+  const list = (items: readonly string[]) =>
+    `<ul>\n${items.map((item) => `<li>${inline(item)}</li>`).join('\n')}\n</ul>`;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -110,7 +124,9 @@ const RENDERERS: Readonly<Record<Offer, { readonly type: string; render(page: Pr
 const PAGES: ReadonlyMap<string, Readonly<Record<Offer, StaticBody>>> = new Map(
   (Object.keys(PROBLEM_TITLES) as ProblemSlug[]).map((slug) => {
     const page = problemPage(slug);
-    const bodies = Object.fromEntries(OFFERS.map((offer) => [offer, staticBody(RENDERERS[offer].render(page), RENDERERS[offer].type)]));
+    const bodies = Object.fromEntries(
+      OFFERS.map((offer) => [offer, staticBody(RENDERERS[offer].render(page), RENDERERS[offer].type)]),
+    );
     return [slug, bodies as Record<Offer, StaticBody>];
   }),
 );
@@ -138,9 +154,15 @@ export const problemRoute: RouteSpec = {
     if (bodies === undefined) throw new HttpError(404, 'not-found', { detail: `There is no problem type ${slug}.` });
     const offer = preferredType(fieldOf(ctx.request, 'accept'), OFFERS) as Offer | undefined;
     if (offer === undefined) {
-      throw new HttpError(406, 'not-acceptable', { detail: `Nothing in Accept can be produced here; this page is available as ${OFFERS.join(', ')}.`, headers: { vary: 'Accept' } });
+      throw new HttpError(406, 'not-acceptable', {
+        detail: `Nothing in Accept can be produced here; this page is available as ${OFFERS.join(', ')}.`,
+        headers: { vary: 'Accept' },
+      });
     }
     const body = bodies[offer];
-    return staticResponse(body, { vary: 'Accept', ...(offer === 'text/html' ? { 'content-security-policy': PROBLEM_PAGE_CSP } : {}) });
+    return staticResponse(body, {
+      vary: 'Accept',
+      ...(offer === 'text/html' ? { 'content-security-policy': PROBLEM_PAGE_CSP } : {}),
+    });
   },
 };

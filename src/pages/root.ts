@@ -1,5 +1,5 @@
 /**
- * `GET /` (SPEC §16): a small JSON index of where to start, for people and
+ * `GET /` (contract §16): a small JSON index of where to start, for people and
  * for clients that discover the service from its root. Its shape:
  *
  *     {"name": "Orders service",
@@ -39,7 +39,8 @@ export const rootRoute: RouteSpec = {
   cache: PAGE_CACHE,
   doc: {
     summary: 'Index of the service: links to start from',
-    description: 'A small JSON object, the same for every caller: `{"name": "Orders service", "links": {…}}` where `links` maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
+    description:
+      'A small JSON object, the same for every caller: `{"name": "Orders service", "links": {…}}` where `links` maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
     success: { status: 200 },
   },
   handler: async () => staticResponse(body),

@@ -1,4 +1,4 @@
-/** The routes outside the API proper (SPEC §16): the index, the API reference and the problem pages. */
+/** The routes outside the API proper (contract §16): the index, the API reference and the problem pages. */
 import type { RouteSpec } from '../pipeline/context.ts';
 import { docsRoutes } from './docs.ts';
 import { problemRoute } from './problems.ts';

@@ -17,7 +17,7 @@ export interface StaticBody {
   readonly bytes: Uint8Array;
   /** The `Content-Type` value. */
   readonly type: string;
-  /** Strong, from the bytes (SPEC §9). */
+  /** Strong, from the bytes (contract §9). */
   readonly etag: string;
 }
 
@@ -35,6 +35,12 @@ export function staticBody(content: string | Uint8Array, type: string): StaticBo
 export function staticResponse(body: StaticBody, headers: Readonly<Record<string, string>> = {}): Response {
   return bufferedResponse(body.bytes, {
     status: 200,
-    headers: { 'content-type': body.type, 'content-length': String(body.bytes.byteLength), etag: body.etag, 'x-content-type-options': 'nosniff', ...headers },
+    headers: {
+      'content-type': body.type,
+      'content-length': String(body.bytes.byteLength),
+      etag: body.etag,
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    },
   });
 }

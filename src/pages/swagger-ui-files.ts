@@ -21,7 +21,9 @@ export const SWAGGER_UI_FILES: readonly string[] = FILES;
 
 const inExecutable = sea.isSea();
 // Resolved at start-up, so a missing package stops the server at once rather than at the first /docs.
-const packageDir = inExecutable ? undefined : dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+const packageDir = inExecutable
+  ? undefined
+  : dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 /** The bytes of `name`, one of `SWAGGER_UI_FILES`. */
 export function readSwaggerUiFile(name: string): Uint8Array {

@@ -1,5 +1,5 @@
 /**
- * Payments (SPEC §2, §4, §6, §7). `POST /payments` needs an Idempotency-Key;
+ * Payments (contract §2, §4, §6, §7). `POST /payments` needs an Idempotency-Key;
  * the payment insert and the order's move to `paid` commit in one
  * transaction, with the stored idempotent result. Money is compared as
  * decimals in SQL, never as floats.
@@ -37,17 +37,35 @@ export function paymentRepresentation(row: PaymentRow, version: Version) {
     : { ...common, amount: money(row.amount, row.currency, version), status, createdAt };
 }
 
-const PaymentV1 = named('PaymentV1', v.strictObject({
-  id: Id, orderId: Id, amount: MoneyNumber, currency: Currency, status: v.literal('succeeded'), createdAt: Timestamp,
-}));
-const PaymentV2 = named('PaymentV2', v.strictObject({
-  id: Id, orderId: Id, amount: Money, status: v.literal('succeeded'), createdAt: Timestamp,
-}));
+const PaymentV1 = named(
+  'PaymentV1',
+  v.strictObject({
+    id: Id,
+    orderId: Id,
+    amount: MoneyNumber,
+    currency: Currency,
+    status: v.literal('succeeded'),
+    createdAt: Timestamp,
+  }),
+);
+const PaymentV2 = named(
+  'PaymentV2',
+  v.strictObject({
+    id: Id,
+    orderId: Id,
+    amount: Money,
+    status: v.literal('succeeded'),
+    createdAt: Timestamp,
+  }),
+);
 const PAYMENT = { v1: PaymentV1, v2: PaymentV2 };
 const PAYMENT_PAGE = { v1: page('PaymentPageV1', PaymentV1), v2: page('PaymentPageV2', PaymentV2) };
 
 const orderId = idOf('order');
-const currency = v.pipe(v.string('must be an ISO 4217 code such as EUR'), v.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR'));
+const currency = v.pipe(
+  v.string('must be an ISO 4217 code such as EUR'),
+  v.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR'),
+);
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
 
 /** v1: `{"orderId", "amount": number, "currency"}`. */
@@ -60,7 +78,10 @@ export const PaymentV1Schema = v.strictObject({
 export const PaymentV2Schema = v.strictObject({
   orderId,
   amount: v.strictObject({
-    amount: v.pipe(v.string('must be a decimal string such as "59.90"'), v.regex(DECIMAL, 'must be a decimal string such as "59.90"')),
+    amount: v.pipe(
+      v.string('must be a decimal string such as "59.90"'),
+      v.regex(DECIMAL, 'must be a decimal string such as "59.90"'),
+    ),
     currency,
   }),
 });
@@ -80,10 +101,20 @@ function input(ctx: RequestContext): PaymentInput {
   if (ctx.version === 1) {
     const body = readJsonBody(ctx, PaymentV1Schema);
     // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be "0.30000000000000004" and never equal a total.
-    return { orderId: body.orderId, amount: String(body.amount), currency: body.currency, pointers: { amount: '/amount', currency: '/currency' } };
+    return {
+      orderId: body.orderId,
+      amount: String(body.amount),
+      currency: body.currency,
+      pointers: { amount: '/amount', currency: '/currency' },
+    };
   }
   const body = readJsonBody(ctx, PaymentV2Schema);
-  return { orderId: body.orderId, amount: body.amount.amount, currency: body.amount.currency, pointers: { amount: '/amount/amount', currency: '/amount/currency' } };
+  return {
+    orderId: body.orderId,
+    amount: body.amount.amount,
+    currency: body.amount.currency,
+    pointers: { amount: '/amount/amount', currency: '/amount/currency' },
+  };
 }
 
 async function create(ctx: RequestContext): Promise<Response> {
@@ -91,23 +122,35 @@ async function create(ctx: RequestContext): Promise<Response> {
   const payment = input(ctx);
   const { db } = ctx;
   const row = await db.begin(async (db) => {
-    const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [payment.orderId, ownerLimit(principal)]);
-    // Another customer's order is as missing as an unknown one (SPEC §6).
-    if (order === undefined) throw validationError([{ pointer: '/orderId', detail: `there is no order ${payment.orderId}` }]);
+    const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [
+      payment.orderId,
+      ownerLimit(principal),
+    ]);
+    // Another customer's order is as missing as an unknown one (contract §6).
+    if (order === undefined)
+      throw validationError([{ pointer: '/orderId', detail: `there is no order ${payment.orderId}` }]);
     if (order.status !== 'pending') {
-      throw new HttpError(409, 'order-not-payable', { detail: `Order ${order.id} is ${order.status}; only a pending order can be paid.` });
+      throw new HttpError(409, 'order-not-payable', {
+        detail: `Order ${order.id} is ${order.status}; only a pending order can be paid.`,
+      });
     }
     const errors = [];
-    if (payment.currency !== order.currency) errors.push({ pointer: payment.pointers.currency, detail: `must be the order's currency, ${order.currency}` });
+    if (payment.currency !== order.currency)
+      errors.push({ pointer: payment.pointers.currency, detail: `must be the order's currency, ${order.currency}` });
     const equal = await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]);
-    if (!equal?.equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
+    if (!equal?.equal)
+      errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
     if (errors.length > 0) throw validationError(errors);
     const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
     await ctx.services.hooks?.afterPaymentInsert?.();
     await db.exec('MarkOrderPaid', [order.id]);
     const paid = (await db.one<OrderRow>('GetOrder', [order.id, null])) as OrderRow;
     await recordEvent(db, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));
-    await recordEvent(db, 'order.status_changed', paid.customer_id, { from: 'pending', to: 'paid', order: orderRepresentation(paid, 2) });
+    await recordEvent(db, 'order.status_changed', paid.customer_id, {
+      from: 'pending',
+      to: 'paid',
+      order: orderRepresentation(paid, 2),
+    });
     return inserted;
   });
   return jsonResponse(paymentRepresentation(row, ctx.version), 201, { location: `${ctx.url.pathname}/${row.id}` });
@@ -121,42 +164,70 @@ async function getOne(ctx: RequestContext): Promise<Response> {
 }
 
 type PaymentSortKey = 'id' | 'createdAt';
-const LIST: ListSpec<PaymentSortKey, { orderId: number }> = { sortKeys: ['id', 'createdAt'], filters: { orderId: positiveId } };
+const LIST: ListSpec<PaymentSortKey, { orderId: number }> = {
+  sortKeys: ['id', 'createdAt'],
+  filters: { orderId: positiveId },
+};
 const SORT_COLUMNS: Record<PaymentSortKey, string> = { id: 'p.id', createdAt: 'p.created_at' };
 
 const list = collectionHandler({
   list: LIST,
   sql: (ctx, query) => {
     const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'p.order_id'));
-    return { list: 'ListPayments', count: 'CountPayments', where: filter.sql, params: filter.params, orderBy: orderBy(query.sort, SORT_COLUMNS) };
+    return {
+      list: 'ListPayments',
+      count: 'CountPayments',
+      where: filter.sql,
+      params: filter.params,
+      orderBy: orderBy(query.sort, SORT_COLUMNS),
+    };
   },
   represent: paymentRepresentation,
 });
 
 export const paymentRoutes: readonly RouteSpec[] = [
   {
-    method: 'POST', pattern: '/payments', auth: 'payments:write', idempotency: 'required', handler: create,
+    method: 'POST',
+    pattern: '/payments',
+    auth: 'payments:write',
+    idempotency: 'required',
+    handler: create,
     doc: {
       summary: 'Pay a pending order',
-      description: 'The amount must equal the order total and the currency match. The payment and the order\'s move to paid commit together.',
+      description:
+        "The amount must equal the order total and the currency match. The payment and the order's move to paid commit together.",
       success: { status: 201, schema: PAYMENT },
       body: NEW_PAYMENT,
-      problems: [[409, 'order-not-payable'], [422, 'validation']],
+      problems: [
+        [409, 'order-not-payable'],
+        [422, 'validation'],
+      ],
     },
   },
   {
-    method: 'GET', pattern: '/payments', auth: 'payments:read', handler: list,
+    method: 'GET',
+    pattern: '/payments',
+    auth: 'payments:read',
+    handler: list,
     doc: {
-      summary: 'List payments', description: 'A customer must give orderId.',
+      summary: 'List payments',
+      description: 'A customer must give orderId.',
       success: { status: 200, schema: PAYMENT_PAGE },
-      list: LIST, query: { orderId: { description: 'only the payments of this order (required for customers)', schema: ID_SCHEMA } },
+      list: LIST,
+      query: {
+        orderId: { description: 'only the payments of this order (required for customers)', schema: ID_SCHEMA },
+      },
     },
   },
   {
-    method: 'GET', pattern: '/payments/{id:int}', auth: 'payments:read', handler: getOne,
+    method: 'GET',
+    pattern: '/payments/{id:int}',
+    auth: 'payments:read',
+    handler: getOne,
     doc: {
       summary: 'Get a payment',
-      description: 'A customer reads only the payments of their own orders: another customer\'s payment answers 404, as a missing one.',
+      description:
+        "A customer reads only the payments of their own orders: another customer's payment answers 404, as a missing one.",
       success: { status: 200, schema: PAYMENT },
     },
   },

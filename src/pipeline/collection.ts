@@ -9,20 +9,35 @@ import { fetchPage, type PageRequest, type PageSql } from '../db/page.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { jsonResponse } from '../http/json.ts';
-import { pageCount, paginationLinks, parseListQuery, type ListQuery, type ListSpec, invalidQuery } from '../http/list-query.ts';
+import {
+  pageCount,
+  paginationLinks,
+  parseListQuery,
+  type ListQuery,
+  type ListSpec,
+  invalidQuery,
+} from '../http/list-query.ts';
 
 /** The 200 envelope of `data`, with `meta` and the `Link` header. */
-export function collectionResponse(url: URL, data: unknown[], total: number, page: PageRequest, headers: Readonly<Record<string, string>> = {}): Response {
+export function collectionResponse(
+  url: URL,
+  data: unknown[],
+  total: number,
+  page: PageRequest,
+  headers: Readonly<Record<string, string>> = {},
+): Response {
   const pages = pageCount(total, page.pageSize);
-  return jsonResponse(
-    { data, meta: { total, page: page.page, pageSize: page.pageSize, pageCount: pages } },
-    200,
-    { link: paginationLinks(url, page.page, pages), ...headers },
-  );
+  return jsonResponse({ data, meta: { total, page: page.page, pageSize: page.pageSize, pageCount: pages } }, 200, {
+    link: paginationLinks(url, page.page, pages),
+    ...headers,
+  });
 }
 
 /** Parses the collection query of `url` against `spec`, or throws 400 `invalid-query` naming every bad parameter. */
-export function listQueryOf<K extends string, F extends Record<string, unknown>>(url: URL, spec: ListSpec<K, F>): ListQuery<K, F> {
+export function listQueryOf<K extends string, F extends Record<string, unknown>>(
+  url: URL,
+  spec: ListSpec<K, F>,
+): ListQuery<K, F> {
   const parsed = parseListQuery(url.searchParams, spec);
   if (parsed.ok) return parsed.value;
   throw invalidQuery(parsed.errors);
@@ -56,6 +71,11 @@ export function collectionHandler<Row, K extends string, F extends Record<string
     const query = listQueryOf(ctx.url, collection.list);
     const sql = await collection.sql(ctx, query, before);
     const { rows, total } = await fetchPage<Row>(ctx.db, sql, query);
-    return collectionResponse(ctx.url, rows.map((row) => collection.represent(row, ctx.version)), total, query);
+    return collectionResponse(
+      ctx.url,
+      rows.map((row) => collection.represent(row, ctx.version)),
+      total,
+      query,
+    );
   };
 }

@@ -18,7 +18,7 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
-  /** How long a request may wait for the database in all (SPEC §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
+  /** How long a request may wait for the database in all (contract §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
   readonly databaseDeadlineMs?: number;
   /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
   readonly hooks?: TestHooks;
@@ -37,9 +37,9 @@ export interface RequestContext {
   readonly request: Request;
   readonly url: URL;
   readonly params: Params;
-  /** The API version the request is served in: the path's prefix, else 1 (SPEC §8). */
+  /** The API version the request is served in: the path's prefix, else 1 (contract §8). */
   readonly version: Version;
-  /** The negotiated media type of the response body (SPEC §8); `application/json` outside the API versions. */
+  /** The negotiated media type of the response body (contract §8); `application/json` outside the API versions. */
   readonly contentType: string;
   readonly requestId: string;
   /** The request body, already read within the limits (empty for GET and HEAD). */
@@ -65,12 +65,12 @@ export type Handler = (ctx: RequestContext) => Promise<Response>;
 export interface RouteSpec {
   readonly method: Method;
   readonly pattern: string;
-  /** `public`, or the scope a token must carry (SPEC §4, §6). */
+  /** `public`, or the scope a token must carry (contract §4, §6). */
   readonly auth: 'public' | Scope;
   readonly handler: Handler;
   /** `false` for routes outside the API versions (health): no prefix, no negotiation. */
   readonly versioned?: boolean;
-  /** `Cache-Control` of a successful GET or HEAD (SPEC §9); `no-store` when absent. */
+  /** `Cache-Control` of a successful GET or HEAD (contract §9); `no-store` when absent. */
   readonly cache?: CachePolicy;
   /**
    * `false`: a successful answer is not counted against any rate limit and
@@ -78,11 +78,11 @@ export interface RouteSpec {
    * refusal (401, say) still counts against the client address. Default `true`.
    */
   readonly rateLimited?: boolean;
-  /** SPEC §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
+  /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**
    * The entity tag the handler's 200 will carry, found without building the
-   * representation (SPEC §9: an order's revision). When given, a GET or HEAD
+   * representation (contract §9: an order's revision). When given, a GET or HEAD
    * with `If-None-Match` is answered 304 from it alone, before the handler
    * runs; the handler must then set the same tag as its `ETag`. It refuses
    * (404) exactly as the handler would.

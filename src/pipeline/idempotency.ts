@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (SPEC §7), one module and one SQL store for every POST.
+ * Idempotency keys (contract §7), one module and one SQL store for every POST.
  *
  * The request runs in one transaction that first tries a transaction-level
  * advisory lock on (user, key), then reads the stored result (both in one
@@ -60,7 +60,7 @@ export async function runIdempotent(
     const stored = claim.fingerprint === null ? undefined : claim;
     // Without the lock and without a result, the first request is still
     // running. With a result, whoever holds the lock is only another repeat
-    // reading it: a finished request is replayed to every repeat (SPEC §7).
+    // reading it: a finished request is replayed to every repeat (contract §7).
     if (!claim.locked && stored === undefined) {
       throw new HttpError(409, 'idempotency-key-in-use', {
         detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
@@ -74,7 +74,10 @@ export async function runIdempotent(
         });
       }
       // Never cached, like the first answer (a write's result, or a problem).
-      return bufferedResponse(stored.body, { status: stored.status, headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' } });
+      return bufferedResponse(stored.body, {
+        status: stored.status,
+        headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' },
+      });
     }
     let response: Response;
     try {
@@ -94,7 +97,14 @@ export async function runIdempotent(
       const value = fieldsOf(response).get(name);
       if (value !== null) headers[name] = value;
     }
-    await tx.exec('StoreIdempotencyKey', [principal.userId, key, request.fingerprint, response.status, JSON.stringify(headers), body]);
+    await tx.exec('StoreIdempotencyKey', [
+      principal.userId,
+      key,
+      request.fingerprint,
+      response.status,
+      JSON.stringify(headers),
+      body,
+    ]);
     if (buffered !== undefined) return response;
     const rebuilt = bufferedResponse(body, { status: response.status, headers: response.headers });
     return response.status < 300 ? markFinished(rebuilt) : rebuilt;

@@ -1,6 +1,6 @@
 /**
  * The request pipeline: every route passes through here, so none can forget
- * the cross-cutting rules (SPEC §5, §6, §10, §11, §13, §16). It routes,
+ * the cross-cutting rules (contract §5, §6, §10, §11, §13, §16). It routes,
  * reads the body within its limits, authenticates and checks the route's
  * scope, calls the handler, turns every error into a problem response, adds
  * the request id, the rate-limit and CORS fields, writes one log line and
@@ -19,7 +19,13 @@ import { clientAddress, trustedProxies } from '../http/client-address.ts';
 import { createHttpMetrics } from '../metrics/http-metrics.ts';
 import { errorFields } from '../base/logger.ts';
 import { JSON_TYPE, negotiate, type Version } from '../http/negotiation.ts';
-import { addressGroup, createRateLimiter, DEFAULT_MAX_KEYS, rateLimitField, type RateDecision } from '../http/rate-limit.ts';
+import {
+  addressGroup,
+  createRateLimiter,
+  DEFAULT_MAX_KEYS,
+  rateLimitField,
+  type RateDecision,
+} from '../http/rate-limit.ts';
 import { bufferedResponse, fieldsOf } from '../http/response.ts';
 import { finish, notModifiedEarly, versionPolicy } from '../http/semantics.ts';
 import { fingerprint, parseIdempotencyKey } from '../http/idempotency-key.ts';
@@ -29,29 +35,41 @@ import { runIdempotent } from './idempotency.ts';
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
 
-/** SPEC §11: a request waits at most 5 s in all for the database, then gets 503. */
+/** contract §11: a request waits at most 5 s in all for the database, then gets 503. */
 export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
-// SPEC §13: 1–128 visible ASCII characters.
+// contract §13: 1–128 visible ASCII characters.
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export function createApp(given: Services, routes: readonly RouteSpec[]): App {
-  const router = createRouter<RouteSpec>(routes.map((r): Route<RouteSpec> => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+  const router = createRouter<RouteSpec>(
+    routes.map(
+      (r): Route<RouteSpec> => ({
+        method: r.method,
+        pattern: r.pattern,
+        handler: r,
+        ...(r.versioned === undefined ? {} : { versioned: r.versioned }),
+      }),
+    ),
+  );
   const metrics = given.metrics ?? createHttpMetrics();
   const services: Services = { ...given, metrics };
   const { log, config } = services;
-  // SPEC §16: both read once; unset, neither costs a request anything.
+  // contract §16: both read once; unset, neither costs a request anything.
   const allowOrigin = config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins);
   const trusted = config.trustProxy === undefined ? undefined : trustedProxies(config.trustProxy);
   // Two tables: a flood from new addresses fills only the addresses' one, and
   // never pushes an authenticated user into its shared overflow window.
   const maxKeys = services.hooks?.rateLimitMaxKeys ?? DEFAULT_MAX_KEYS;
-  const limits = config.rateLimit === undefined ? undefined : {
-    // Users need a token an admin made: ten times the room of anonymous addresses.
-    users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
-    addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
-  };
+  const limits =
+    config.rateLimit === undefined
+      ? undefined
+      : {
+          // Users need a token an admin made: ten times the room of anonymous addresses.
+          users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
+          addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
+        };
   const versions = versionPolicy(config);
 
   return async function handle(request, client) {
@@ -61,10 +79,19 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     const url = new URL(request.url);
     // Routing and the log take the path as the client sent it: URL parsing resolves `..` and `\`.
     const path = client.path ?? url.pathname;
-    // SPEC §16: the forwarded address only from a trusted proxy; it is what rate limits and the log see.
-    const address = trusted === undefined ? client.remoteAddress : clientAddress(client.remoteAddress, fieldOf(request, 'forwarded'), fieldOf(request, 'x-forwarded-for'), trusted);
+    // contract §16: the forwarded address only from a trusted proxy; it is what rate limits and the log see.
+    const address =
+      trusted === undefined
+        ? client.remoteAddress
+        : clientAddress(
+            client.remoteAddress,
+            fieldOf(request, 'forwarded'),
+            fieldOf(request, 'x-forwarded-for'),
+            trusted,
+          );
     const origin = allowOrigin === undefined ? undefined : allowOrigin(fieldOf(request, 'origin'));
-    const preflight = origin !== undefined && isPreflight(request.method, origin, fieldOf(request, 'access-control-request-method'));
+    const preflight =
+      origin !== undefined && isPreflight(request.method, origin, fieldOf(request, 'access-control-request-method'));
     let principal: Principal | undefined;
     let route: RouteSpec | undefined;
     let match: RouteMatch<RouteSpec> | undefined;
@@ -75,11 +102,18 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     let aborted = false;
     try {
       response = await dispatch();
-      if (route !== undefined && response.status < 300) response = await finish(request, response, { cache: route.cache ?? 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
+      if (route !== undefined && response.status < 300)
+        response = await finish(request, response, {
+          cache: route.cache ?? 'no-store',
+          contentType,
+          cacheMaxAge: config.cacheMaxAge,
+        });
     } catch (error) {
       // A client gone mid-body reads no answer; its log line says what happened (docs/http.md).
       aborted = error instanceof ClientAbortError;
-      response = aborted ? bufferedResponse(null, { status: 400, headers: { connection: 'close' } }) : problemResponse(toHttpError(error), path, requestId);
+      response = aborted
+        ? bufferedResponse(null, { status: 400, headers: { connection: 'close' } })
+        : problemResponse(toHttpError(error), path, requestId);
     }
     // A route exempt from limits (GET /metrics) and a CORS preflight's 204 are
     // not counted; their refusals are (docs/operations.md).
@@ -97,7 +131,10 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     const headers = fieldsOf(response);
     headers.set('x-request-id', requestId);
     if (route !== undefined) {
-      const vary = [...(route.versioned === false ? [] : ['Accept']), ...(route.auth === 'public' ? [] : ['Authorization'])];
+      const vary = [
+        ...(route.versioned === false ? [] : ['Accept']),
+        ...(route.auth === 'public' ? [] : ['Authorization']),
+      ];
       if (vary.length > 0) headers.set('vary', vary.join(', '));
     }
     if (version === 1) versions.decorate(headers, url.pathname);
@@ -106,11 +143,12 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
       headers.set('ratelimit', rateLimitField(rate));
     }
     if (allowOrigin !== undefined) {
-      // SPEC §16, Fetch §3.2: every answer varies by Origin once CORS is on (a
+      // contract §16, Fetch §3.2: every answer varies by Origin once CORS is on (a
       // shared cache must not hand one origin's answer to another); only a
       // listed origin gets the CORS fields.
       if (preflight && match?.kind === 'options' && response.status === 204) {
-        for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? '')) headers.set(name, value);
+        for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? ''))
+          headers.set(name, value);
         headers.set('vary', varyWith(headers.get('vary'), PREFLIGHT_VARY));
       } else {
         if (origin !== undefined) for (const [name, value] of responseFields(origin)) headers.set(name, value);
@@ -132,9 +170,10 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     return response;
 
     async function dispatch(): Promise<Response> {
-      // Read the body first, whatever the route: the limit holds everywhere (SPEC §11).
-      const body = request.body === null ? new Uint8Array(0) : await readBody(request, config.maxBodyBytes, BODY_TIMEOUT_MS);
-      // SPEC §11: from here the request waits at most this long for the database, in all; then 503.
+      // Read the body first, whatever the route: the limit holds everywhere (contract §11).
+      const body =
+        request.body === null ? new Uint8Array(0) : await readBody(request, config.maxBodyBytes, BODY_TIMEOUT_MS);
+      // contract §11: from here the request waits at most this long for the database, in all; then 503.
       return withDeadline(serve(body), services.databaseDeadlineMs ?? DATABASE_DEADLINE_MS);
     }
 
@@ -151,7 +190,10 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           });
         case 'options':
           // RFC 5789 §3.1: where PATCH is allowed, say which patch formats it takes.
-          return bufferedResponse(null, { status: 204, headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) } });
+          return bufferedResponse(null, {
+            status: 204,
+            headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
+          });
       }
       route = match.handler;
       if (route.versioned !== false) {
@@ -182,16 +224,29 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
       // The request's own handle on the pool, taken when a handler first reaches for it.
       let handle: Db | undefined;
       const ctx: RequestContext = {
-        request, url, params: match.params, version: version ?? 1, contentType: contentType ?? JSON_TYPE, requestId, body, principal, services: handlerServices,
+        request,
+        url,
+        params: match.params,
+        version: version ?? 1,
+        contentType: contentType ?? JSON_TYPE,
+        requestId,
+        body,
+        principal,
+        services: handlerServices,
         get db() {
           handle ??= db.handle();
           return handle;
         },
       };
-      const finishing = (response: Response) => finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
+      const finishing = (response: Response) =>
+        finish(request, response, { cache: 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
       const { handler, currentTag } = route;
       if (currentTag !== undefined) {
-        const early = await notModifiedEarly(request, () => currentTag(ctx), { cache: route.cache ?? 'no-store', contentType, cacheMaxAge: config.cacheMaxAge });
+        const early = await notModifiedEarly(request, () => currentTag(ctx), {
+          cache: route.cache ?? 'no-store',
+          contentType,
+          cacheMaxAge: config.cacheMaxAge,
+        });
         if (early !== undefined) return early;
       }
       if (request.method === 'POST' && principal !== undefined) {
@@ -199,10 +254,18 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
         if (parsed.key === undefined) {
           if (route.idempotency === 'required') {
-            throw new HttpError(400, 'idempotency-key-missing', { detail: `${request.method} ${url.pathname} needs an Idempotency-Key header.` });
+            throw new HttpError(400, 'idempotency-key-missing', {
+              detail: `${request.method} ${url.pathname} needs an Idempotency-Key header.`,
+            });
           }
         } else {
-          const idempotent = { principal, key: parsed.key, fingerprint: fingerprint(request.method, `${url.pathname} v${version ?? 1}`, body), instance: url.pathname, requestId };
+          const idempotent = {
+            principal,
+            key: parsed.key,
+            fingerprint: fingerprint(request.method, `${url.pathname} v${version ?? 1}`, body),
+            instance: url.pathname,
+            requestId,
+          };
           return runIdempotent(ctx.db, idempotent, (savepoint) => handler({ ...ctx, db: savepoint }), finishing);
         }
       }

@@ -1,9 +1,9 @@
 /**
- * What each problem type of SPEC §5 means, when the service answers with it
+ * What each problem type of contract §5 means, when the service answers with it
  * and what the client should do: the one source of the pages at
  * `GET /problems/<slug>` (HTML, Markdown and JSON are all rendered from it,
  * src/pages/problems.ts). The titles are those of the problem bodies
- * (`PROBLEM_TITLES`). Written from SPEC §3–§11 and from the code that raises
+ * (`PROBLEM_TITLES`). Written from contract §3–§11 and from the code that raises
  * each slug (`new HttpError(status, 'slug'`); test/problem-pages.test.ts
  * fails when a slug the code can emit has no text here, or is raised with a
  * status its text does not list.
@@ -23,8 +23,10 @@ export interface ProblemText {
   readonly whatToDo: readonly string[];
 }
 
-const STORED_UNDER_KEY = 'If the request carried an `Idempotency-Key`, this answer is stored under it: repeating the request with that key replays it, so a changed request needs a new key.';
-const NOT_STORED_UNDER_KEY = 'This answer is not stored under an `Idempotency-Key`: a corrected request may reuse the same key.';
+const STORED_UNDER_KEY =
+  'If the request carried an `Idempotency-Key`, this answer is stored under it: repeating the request with that key replays it, so a changed request needs a new key.';
+const NOT_STORED_UNDER_KEY =
+  'This answer is not stored under an `Idempotency-Key`: a corrected request may reuse the same key.';
 
 export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   'malformed-json': {
@@ -34,7 +36,7 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
       'The body is not valid JSON (a syntax error; `detail` quotes the parser).',
       'The body is empty on a request that needs one.',
       'The body is not valid UTF-8.',
-      'Arrays and objects in the body are nested deeper than 32 levels (SPEC §11), on every route that takes a body.',
+      'Arrays and objects in the body are nested deeper than 32 levels (contract §11), on every route that takes a body.',
     ],
     whatToDo: [
       'Send exactly one JSON value, encoded in UTF-8, nested at most 32 levels deep.',
@@ -95,12 +97,12 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
     meaning: 'The token is valid, but it may not do this.',
     when: [
       'The token lacks the scope the route needs; the answer carries `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"` naming it.',
-      'A customer acts beyond their role: creating an order for another `customerId`, changing an order\'s `customerId`, making a transition only an admin may make (`paid` → `shipped` or `cancelled`, `shipped` → `delivered`).',
+      "A customer acts beyond their role: creating an order for another `customerId`, changing an order's `customerId`, making a transition only an admin may make (`paid` → `shipped` or `cancelled`, `shipped` → `delivered`).",
       'A customer calls a route for admins only: `POST /users`, the webhook endpoints.',
     ],
     whatToDo: [
-      'Use a token with the scope named in `WWW-Authenticate`, or an admin\'s token for what only an admin may do.',
-      'Another customer\'s resources are never refused with 403: they are 404, as if missing.',
+      "Use a token with the scope named in `WWW-Authenticate`, or an admin's token for what only an admin may do.",
+      "Another customer's resources are never refused with 403: they are 404, as if missing.",
       NOT_STORED_UNDER_KEY,
     ],
   },
@@ -121,11 +123,9 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
     statuses: [405],
     meaning: 'The path exists, but not with this method.',
     when: [
-      'Any method the path does not take, `TRACE` and `CONNECT` included; the answer\'s `Allow` lists the methods it takes.',
+      "Any method the path does not take, `TRACE` and `CONNECT` included; the answer's `Allow` lists the methods it takes.",
     ],
-    whatToDo: [
-      'Use one of the methods in `Allow`; `OPTIONS` on the path lists them too.',
-    ],
+    whatToDo: ['Use one of the methods in `Allow`; `OPTIONS` on the path lists them too.'],
   },
   'not-acceptable': {
     statuses: [406],
@@ -142,7 +142,7 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   'invalid-transition': {
     statuses: [409],
-    meaning: 'The order cannot move from its current status to the one asked for (SPEC §3); `detail` names both.',
+    meaning: 'The order cannot move from its current status to the one asked for (contract §3); `detail` names both.',
     when: [
       'A `PUT` or `PATCH` sets a status the state machine does not reach from the current one: `pending` → `paid` or `cancelled`; `paid` → `shipped` or `cancelled`; `shipped` → `delivered`. `delivered` and `cancelled` are final.',
       'A `PUT` or `PATCH` sets `paid`: an order becomes paid only through a successful `POST /payments`.',
@@ -154,21 +154,17 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   'order-not-editable': {
     statuses: [409],
-    meaning: 'The order\'s items can no longer change: only a `pending` order\'s can.',
+    meaning: "The order's items can no longer change: only a `pending` order's can.",
     when: [
-      'A `PUT` or `PATCH` gives items that differ from the order\'s while the order is `paid`, `shipped`, `delivered` or `cancelled`.',
+      "A `PUT` or `PATCH` gives items that differ from the order's while the order is `paid`, `shipped`, `delivered` or `cancelled`.",
     ],
-    whatToDo: [
-      'Leave the items out (or give them unchanged), or create a new order for the new items.',
-    ],
+    whatToDo: ['Leave the items out (or give them unchanged), or create a new order for the new items.'],
   },
   'order-has-payments': {
     statuses: [409],
     meaning: 'An order with a payment is a record of that payment and cannot be deleted.',
     when: ['`DELETE /orders/{id}` on an order that has a payment.'],
-    whatToDo: [
-      'Cancel the order instead: `PATCH` its `status` to `cancelled` (an admin\'s token for a `paid` order).',
-    ],
+    whatToDo: ["Cancel the order instead: `PATCH` its `status` to `cancelled` (an admin's token for a `paid` order)."],
   },
   'order-not-payable': {
     statuses: [409],
@@ -182,10 +178,12 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   'idempotency-key-in-use': {
     statuses: [409],
     meaning: 'Another request with the same `Idempotency-Key` (from the same user) is still being executed.',
-    when: ['A request repeats a key while the first request with that key has not finished. The answer carries `Retry-After: 1`.'],
+    when: [
+      'A request repeats a key while the first request with that key has not finished. The answer carries `Retry-After: 1`.',
+    ],
     whatToDo: [
       'Wait the seconds of `Retry-After`, then send the same request with the same key: once the first request has finished, its result is replayed to you (with `Idempotent-Replayed: true`).',
-      'This answer is not stored: it never replaces the first request\'s result.',
+      "This answer is not stored: it never replaces the first request's result.",
     ],
   },
   'version-sunset': {
@@ -202,10 +200,11 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   'precondition-failed': {
     statuses: [412],
-    meaning: 'The order has changed since you read it: its current entity tag is not in your `If-Match`, so nothing was written.',
+    meaning:
+      'The order has changed since you read it: its current entity tag is not in your `If-Match`, so nothing was written.',
     when: [
       '`PUT`, `PATCH` or `DELETE /orders/{id}` with an `If-Match` that does not match the order\'s current `ETag` (strong comparison: a weak tag `W/"…"` never matches).',
-      'A tag of another version or media type than the request\'s: tags differ between `/v1` and `/v2`, and between `application/json` and the vendor types.',
+      "A tag of another version or media type than the request's: tags differ between `/v1` and `/v2`, and between `application/json` and the vendor types.",
       'Two clients wrote with the same tag: the first wrote, the second gets this.',
     ],
     whatToDo: [
@@ -215,7 +214,7 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   'payload-too-large': {
     statuses: [413],
-    meaning: 'The request body is larger than the service accepts (SPEC §11); the rest of it was not read.',
+    meaning: 'The request body is larger than the service accepts (contract §11); the rest of it was not read.',
     when: [
       'A body longer than `MAX_BODY_BYTES` (by default 1048576 bytes, 1 MiB), whether announced by `Content-Length` or found while reading a chunked body. `detail` gives the limit. The connection is then closed.',
     ],
@@ -228,7 +227,7 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
     statuses: [408],
     meaning: 'The request body did not arrive in time, so the request was not executed.',
     when: [
-      'The whole body was not received within 30 seconds, for instance because `Content-Length` announced more bytes than were sent. The connection is then closed. (SPEC §5 lists no type for this; `docs/foundation.md` explains why it was added.)',
+      'The whole body was not received within 30 seconds, for instance because `Content-Length` announced more bytes than were sent. The connection is then closed. (contract §5 lists no type for this; `docs/foundation.md` explains why it was added.)',
     ],
     whatToDo: [
       'Check that the client sends the whole body and that `Content-Length` matches it, then retry on a new connection.',
@@ -251,11 +250,12 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   validation: {
     statuses: [422],
-    meaning: 'The body is well-formed JSON, but what it says is not valid here; `errors` holds one JSON Pointer into the body per problem.',
+    meaning:
+      'The body is well-formed JSON, but what it says is not valid here; `errors` holds one JSON Pointer into the body per problem.',
     when: [
       'A member is missing, has the wrong type or is out of range (1–100 items, `qty` 1–1000), or is unknown: unknown members are refused, never ignored. The body is not a JSON object, or a merge patch sets a member to `null`.',
       'A rule of the resource: an unknown product, a product given twice, products in different currencies, an order total too large; an admin creating an order without `customerId`, or for a user that does not exist; an e-mail address already in use; a webhook URL that is not allowed.',
-      'A payment whose `orderId` names no order of yours, or whose amount is not the order total to the cent, or whose currency is not the order\'s.',
+      "A payment whose `orderId` names no order of yours, or whose amount is not the order total to the cent, or whose currency is not the order's.",
     ],
     whatToDo: [
       'Fix each member that `errors` points at (at most 20 are listed; `detail` says how many more), then send the corrected request.',
@@ -274,7 +274,7 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   },
   'rate-limited': {
     statuses: [429],
-    meaning: 'You have made more requests in the current window than the rate limit allows (SPEC §10).',
+    meaning: 'You have made more requests in the current window than the rate limit allows (contract §10).',
     when: [
       'More than `RATE_LIMIT` requests (by default 600 per 60 seconds) in one window, counted per user for requests with a valid token, and per client address (an IPv4 address or an IPv6 /64) for the others.',
       'Every answer carries `RateLimit-Policy` and `RateLimit` (`r` requests remaining, `t` seconds to the reset); this one carries `Retry-After`.',
@@ -287,9 +287,9 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
   internal: {
     statuses: [500],
     meaning: 'The service failed to handle the request because of a bug; the answer holds no details on purpose.',
-    when: ['An error the service did not expect. The log has the details under the answer\'s `requestId`.'],
+    when: ["An error the service did not expect. The log has the details under the answer's `requestId`."],
     whatToDo: [
-      'Report the `requestId` (also in `X-Request-Id`) and the time to the service\'s operators.',
+      "Report the `requestId` (also in `X-Request-Id`) and the time to the service's operators.",
       'Retrying may fail the same way. A write retried with the same `Idempotency-Key` runs anew: 5xx answers are not stored.',
     ],
   },

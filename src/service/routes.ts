@@ -12,6 +12,17 @@ import { paymentRoutes } from '../payments/payments.ts';
 import { userRoutes } from '../users/users.ts';
 import { metricsRoute } from '../ops/metrics.ts';
 
-const api: readonly RouteSpec[] = [...healthRoutes, ...productRoutes, ...userRoutes, ...orderRoutes, ...orderItemRoutes, ...paymentRoutes, ...eventRoutes, ...webhookRoutes, metricsRoute, ...pageRoutes];
+const api: readonly RouteSpec[] = [
+  ...healthRoutes,
+  ...productRoutes,
+  ...userRoutes,
+  ...orderRoutes,
+  ...orderItemRoutes,
+  ...paymentRoutes,
+  ...eventRoutes,
+  ...webhookRoutes,
+  metricsRoute,
+  ...pageRoutes,
+];
 
 export const routes: readonly RouteSpec[] = [...api, openApiRoute(api)];

@@ -1,5 +1,5 @@
 /**
- * The demo data (SPEC §1): `sql/seed/demo.sql`, idempotent, and the two demo
+ * The demo data (contract §1): `sql/seed/demo.sql`, idempotent, and the two demo
  * tokens printed once when the embedded database is first created.
  */
 import { join } from 'node:path';

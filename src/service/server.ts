@@ -1,11 +1,11 @@
 /**
  * Starting and stopping the whole service: database, migrations, demo data,
- * HTTP server, and the graceful shutdown of SPEC §1.
+ * HTTP server, and the graceful shutdown of contract §1.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, BODY_TIMEOUT_MS } from '../pipeline/pipeline.ts';
-import { type TestHooks } from '../pipeline/context.ts';
+import type { TestHooks } from '../pipeline/context.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
@@ -14,7 +14,12 @@ import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import { createNodeServer, type NodeServer } from '../http/node-adapter.ts';
 import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
-import { DEFAULT_WORKER_OPTIONS, startDeliveryWorker, type DeliveryWorker, type WorkerOptions } from '../webhooks/worker.ts';
+import {
+  DEFAULT_WORKER_OPTIONS,
+  startDeliveryWorker,
+  type DeliveryWorker,
+  type WorkerOptions,
+} from '../webhooks/worker.ts';
 
 export interface StartOptions {
   readonly log?: Logger;
@@ -22,7 +27,7 @@ export interface StartOptions {
   readonly onDemoTokens?: (tokens: DemoTokens) => void;
   /** Fault injection for tests only (see `TestHooks`). */
   readonly hooks?: TestHooks;
-  /** How long a request may wait for the database in all; SPEC §11's 5 s unless a test shortens it. */
+  /** How long a request may wait for the database in all; contract §11's 5 s unless a test shortens it. */
   readonly databaseDeadlineMs?: number;
   /** The webhook worker's timings (tests make them short); defaults in src/webhooks/worker.ts. */
   readonly webhooks?: Partial<Omit<WorkerOptions, 'allowPrivate'>>;
@@ -39,12 +44,16 @@ export interface RunningServer {
 
 /** How long the webhook worker gets, after the requests, to record its aborted attempts on shutdown. */
 export const WORKER_STOP_MS = 2_000;
-/** How long requests in flight get to finish on shutdown (SPEC §1). */
+/** How long requests in flight get to finish on shutdown (contract §1). */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax });
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolMax: config.dbPoolMax,
+  });
   let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
   let worker: DeliveryWorker | undefined;
@@ -56,11 +65,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const tokens = await createDemoTokens(db);
       options.onDemoTokens?.(tokens);
     }
-    const app = createApp({ config, db, log, authenticator: createAuthenticator(db), ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }) }, routes);
+    const app = createApp(
+      {
+        config,
+        db,
+        log,
+        authenticator: createAuthenticator(db),
+        ...(options.hooks ? { hooks: options.hooks } : {}),
+        ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }),
+      },
+      routes,
+    );
     server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
     await listen(server.server, config.port, config.host);
     purgeTimer = schedulePurge(db, log);
-    worker = startDeliveryWorker(db, log, { ...DEFAULT_WORKER_OPTIONS, ...options.webhooks, allowPrivate: config.webhookAllowPrivate });
+    worker = startDeliveryWorker(db, log, {
+      ...DEFAULT_WORKER_OPTIONS,
+      ...options.webhooks,
+      allowPrivate: config.webhookAllowPrivate,
+    });
   } catch (error) {
     server?.server.close();
     await db.close(0);
@@ -84,13 +107,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 }
 
-/** How often the running server deletes idempotency keys older than 24 hours (SPEC §7) and events older than 30 days (§15). */
+/** How often the running server deletes idempotency keys older than 24 hours (contract §7) and events older than 30 days (§15). */
 export const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** Purges at start (a process restarted more often than hourly still purges) and then hourly. */
 function schedulePurge(db: Database, log: Logger): NodeJS.Timeout {
   const purge = () => {
-    for (const [statement, what] of [['PurgeIdempotencyKeys', 'idempotency keys'], ['PurgeEvents', 'events']] as const) {
+    for (const [statement, what] of [
+      ['PurgeIdempotencyKeys', 'idempotency keys'],
+      ['PurgeEvents', 'events'],
+    ] as const) {
       db.exec(statement).then(
         (count) => log.info(`${what} purged`, { count }),
         (error: unknown) => log.warn(`${what} purge failed`, { error: String(error) }),
@@ -113,8 +139,13 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: NodeServer, db: Database, graceMs: number, workerStopped: Promise<void>): Promise<void> {
-  // Connections with no request in progress close now, the others after their response (SPEC §1).
+async function shutdown(
+  server: NodeServer,
+  db: Database,
+  graceMs: number,
+  workerStopped: Promise<void>,
+): Promise<void> {
+  // Connections with no request in progress close now, the others after their response (contract §1).
   const closed = server.close();
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<void>((resolve) => {
@@ -128,9 +159,12 @@ async function shutdown(server: NodeServer, db: Database, graceMs: number, worke
   // The worker's last claim or record may wait on a database that stopped
   // answering: give it a bounded time, then close the pool under it.
   let workerTimer: NodeJS.Timeout | undefined;
-  await Promise.race([workerStopped, new Promise<void>((resolve) => {
-    workerTimer = setTimeout(resolve, WORKER_STOP_MS);
-  })]);
+  await Promise.race([
+    workerStopped,
+    new Promise<void>((resolve) => {
+      workerTimer = setTimeout(resolve, WORKER_STOP_MS);
+    }),
+  ]);
   clearTimeout(workerTimer);
   await db.close();
 }

@@ -17,7 +17,14 @@ export function userRepresentation(row: UserRow) {
 }
 
 /** The schema of `userRepresentation()`, alone and as a page. */
-export const USER = named('User', v.strictObject({
-  id: Id, email: v.string(), name: v.string(), role: v.picklist(['customer', 'admin']), createdAt: Timestamp,
-}));
+export const USER = named(
+  'User',
+  v.strictObject({
+    id: Id,
+    email: v.string(),
+    name: v.string(),
+    role: v.picklist(['customer', 'admin']),
+    createdAt: Timestamp,
+  }),
+);
 export const USER_PAGE = page('UserPage', USER);

@@ -5,10 +5,20 @@ import { recordEvent } from '../events/outbox.ts';
 import { UNIQUE_VIOLATION } from '../db/errors.ts';
 import { userRepresentation, type UserRow } from './representation.ts';
 
-/** The body of a new user; unknown members are refused (SPEC §4: no mass assignment). */
+/** The body of a new user; unknown members are refused (contract §4: no mass assignment). */
 export const NewUserSchema = v.strictObject({
-  email: v.pipe(v.string(), v.trim(), v.maxLength(254, 'must be at most 254 characters'), v.email('must be an e-mail address')),
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters')),
+  email: v.pipe(
+    v.string(),
+    v.trim(),
+    v.maxLength(254, 'must be at most 254 characters'),
+    v.email('must be an e-mail address'),
+  ),
+  name: v.pipe(
+    v.string(),
+    v.trim(),
+    v.minLength(1, 'must not be empty'),
+    v.maxLength(200, 'must be at most 200 characters'),
+  ),
   role: v.optional(v.picklist(['customer', 'admin'], 'must be customer or admin'), 'customer'),
 });
 export type NewUser = v.InferOutput<typeof NewUserSchema>;

@@ -1,5 +1,5 @@
 /**
- * Users (SPEC §2, §6). A customer sees only their own record: another
+ * Users (contract §2, §6). A customer sees only their own record: another
  * user's id answers 404, exactly as a missing one, and the list holds only
  * them. An admin sees everyone.
  */
@@ -26,7 +26,13 @@ const listUsers = collectionHandler({
   list: LIST,
   sql: (ctx, query) => {
     const filter = where(userConditions(principalOf(ctx)));
-    return { list: 'ListUsers', count: 'CountUsers', orderBy: orderBy(query.sort, SORT_COLUMNS), where: filter.sql, params: filter.params };
+    return {
+      list: 'ListUsers',
+      count: 'CountUsers',
+      orderBy: orderBy(query.sort, SORT_COLUMNS),
+      where: filter.sql,
+      params: filter.params,
+    };
   },
   represent: (row: UserRow) => userRepresentation(row),
 });
@@ -34,20 +40,23 @@ const listUsers = collectionHandler({
 async function getUser(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
   const id = ctx.params.id as number;
-  const row = principal.role === 'admin' || principal.userId === id ? await ctx.db.one<UserRow>('GetUser', [id]) : undefined;
+  const row =
+    principal.role === 'admin' || principal.userId === id ? await ctx.db.one<UserRow>('GetUser', [id]) : undefined;
   if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no user ${id}.` });
   return jsonResponse(userRepresentation(row));
 }
 
 async function create(ctx: RequestContext): Promise<Response> {
-  // SPEC §6: creating users is an admin's act, whatever scopes a token carries.
-  if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may create users.' });
+  // contract §6: creating users is an admin's act, whatever scopes a token carries.
+  if (principalOf(ctx).role !== 'admin')
+    throw new HttpError(403, 'forbidden', { detail: 'Only an admin may create users.' });
   const body = readJsonBody(ctx, NewUserSchema);
   let row: UserRow;
   try {
     row = await createUser(ctx.db, body);
   } catch (error) {
-    if (error instanceof UserExistsError) throw validationError([{ pointer: '/email', detail: 'is already the address of another user' }]);
+    if (error instanceof UserExistsError)
+      throw validationError([{ pointer: '/email', detail: 'is already the address of another user' }]);
     throw error;
   }
   return jsonResponse(userRepresentation(row), 201, { location: `${ctx.url.pathname}/${row.id}` });
@@ -55,25 +64,40 @@ async function create(ctx: RequestContext): Promise<Response> {
 
 export const userRoutes: readonly RouteSpec[] = [
   {
-    method: 'POST', pattern: '/users', auth: 'users:write', handler: create,
+    method: 'POST',
+    pattern: '/users',
+    auth: 'users:write',
+    handler: create,
     doc: {
       summary: 'Create a user (admin)',
-      description: 'Only an admin may create users, whatever scopes the token carries (403 otherwise). The email must not be that of another user (422).',
-      success: { status: 201, schema: USER }, body: NEW_USER, problems: [[422, 'validation']],
+      description:
+        'Only an admin may create users, whatever scopes the token carries (403 otherwise). The email must not be that of another user (422).',
+      success: { status: 201, schema: USER },
+      body: NEW_USER,
+      problems: [[422, 'validation']],
     },
   },
   {
-    method: 'GET', pattern: '/users', auth: 'users:read', handler: listUsers,
+    method: 'GET',
+    pattern: '/users',
+    auth: 'users:read',
+    handler: listUsers,
     doc: {
-      summary: 'List users', description: 'A customer sees only their own record.',
-      success: { status: 200, schema: USER_PAGE }, list: LIST,
+      summary: 'List users',
+      description: 'A customer sees only their own record.',
+      success: { status: 200, schema: USER_PAGE },
+      list: LIST,
     },
   },
   {
-    method: 'GET', pattern: '/users/{id:int}', auth: 'users:read', handler: getUser,
+    method: 'GET',
+    pattern: '/users/{id:int}',
+    auth: 'users:read',
+    handler: getUser,
     doc: {
       summary: 'Get a user',
-      description: 'An admin may read any user; a customer only themselves: another user\'s id answers 404, exactly as a missing one.',
+      description:
+        "An admin may read any user; a customer only themselves: another user's id answers 404, exactly as a missing one.",
       success: { status: 200, schema: USER },
     },
   },

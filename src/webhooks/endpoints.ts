@@ -1,5 +1,5 @@
 /**
- * Webhook endpoints (SPEC §15), for admins with `webhooks:write`: where
+ * Webhook endpoints (contract §15), for admins with `webhooks:write`: where
  * events are POSTed, which types, and the signing secret (shown once).
  */
 import { randomBytes } from 'node:crypto';
@@ -24,30 +24,60 @@ export const NewWebhookEndpointSchema = v.strictObject({
   ),
 });
 
-interface EndpointRow { id: number; url: string; events: string[]; created_at: Date; secret?: string }
+interface EndpointRow {
+  id: number;
+  url: string;
+  events: string[];
+  created_at: Date;
+  secret?: string;
+}
 interface DeliveryRow {
-  id: number; event_id: number; event_type: string; status: string; attempts: number;
-  next_attempt_at: Date; created_at: Date; attempt_log: { at: string; status: number | null; error: string | null; durationMs: number }[];
+  id: number;
+  event_id: number;
+  event_type: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: Date;
+  created_at: Date;
+  attempt_log: { at: string; status: number | null; error: string | null; durationMs: number }[];
 }
 
-const endpointRepresentation = (row: EndpointRow) => ({ id: row.id, url: row.url, events: row.events, createdAt: row.created_at });
+const endpointRepresentation = (row: EndpointRow) => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  createdAt: row.created_at,
+});
 
-const WEBHOOK_ENDPOINT = named('WebhookEndpoint', v.strictObject({
-  id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp,
-}));
+const WEBHOOK_ENDPOINT = named(
+  'WebhookEndpoint',
+  v.strictObject({
+    id: Id,
+    url: v.string(),
+    events: v.array(v.picklist(EVENT_TYPES)),
+    createdAt: Timestamp,
+  }),
+);
 /** The endpoint with its signing secret: the answer to its creation only. */
-const WEBHOOK_ENDPOINT_WITH_SECRET = named('WebhookEndpointWithSecret', v.strictObject({
-  id: Id, url: v.string(), events: v.array(v.picklist(EVENT_TYPES)), createdAt: Timestamp,
-  secret: v.pipe(
-    v.string(),
-    v.regex(/^whsec_[A-Za-z0-9+/]+=*$/),
-    v.description('shown once: keep it to verify signatures'),
-  ),
-}));
+const WEBHOOK_ENDPOINT_WITH_SECRET = named(
+  'WebhookEndpointWithSecret',
+  v.strictObject({
+    id: Id,
+    url: v.string(),
+    events: v.array(v.picklist(EVENT_TYPES)),
+    createdAt: Timestamp,
+    secret: v.pipe(
+      v.string(),
+      v.regex(/^whsec_[A-Za-z0-9+/]+=*$/),
+      v.description('shown once: keep it to verify signatures'),
+    ),
+  }),
+);
 const NEW_WEBHOOK_ENDPOINT = named('NewWebhookEndpoint', NewWebhookEndpointSchema);
 
 function adminOnly(ctx: RequestContext): void {
-  if (principalOf(ctx).role !== 'admin') throw new HttpError(403, 'forbidden', { detail: 'Only an admin may manage webhook endpoints.' });
+  if (principalOf(ctx).role !== 'admin')
+    throw new HttpError(403, 'forbidden', { detail: 'Only an admin may manage webhook endpoints.' });
 }
 
 async function create(ctx: RequestContext): Promise<Response> {
@@ -57,7 +87,11 @@ async function create(ctx: RequestContext): Promise<Response> {
   if (!target.ok) throw validationError([{ pointer: '/url', detail: target.problem }]);
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   // Stored in normal form (scheme and host lower-case, no stray white space).
-  const row = (await ctx.db.one<EndpointRow>('InsertWebhookEndpoint', [target.href, [...new Set(body.events)], secret])) as EndpointRow;
+  const row = (await ctx.db.one<EndpointRow>('InsertWebhookEndpoint', [
+    target.href,
+    [...new Set(body.events)],
+    secret,
+  ])) as EndpointRow;
   // The only time the secret leaves the server.
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
@@ -67,14 +101,19 @@ const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['
 const list = collectionHandler({
   list: LIST,
   before: adminOnly,
-  sql: (_ctx, query) => ({ list: 'ListWebhookEndpoints', count: 'CountWebhookEndpoints', orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }) }),
+  sql: (_ctx, query) => ({
+    list: 'ListWebhookEndpoints',
+    count: 'CountWebhookEndpoints',
+    orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }),
+  }),
   represent: (row: EndpointRow) => endpointRepresentation(row),
 });
 
 async function endpointOr404(ctx: RequestContext): Promise<EndpointRow> {
   adminOnly(ctx);
   const row = await ctx.db.one<EndpointRow>('GetWebhookEndpoint', [ctx.params.id as number]);
-  if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
+  if (row === undefined)
+    throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return row;
 }
 
@@ -85,28 +124,50 @@ async function getOne(ctx: RequestContext): Promise<Response> {
 async function remove(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
   const deleted = await ctx.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
-  if (deleted === undefined) throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
+  if (deleted === undefined)
+    throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return new Response(null, { status: 204 });
 }
 
-const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
+  sortKeys: ['id', 'createdAt'],
+  filters: {},
+};
 
 /** A delivery as `GET /webhook-endpoints/{id}/deliveries` shows it. */
 function deliveryRepresentation(row: DeliveryRow) {
   return {
-    id: row.id, eventId: row.event_id, eventType: row.event_type, status: row.status, attempts: row.attempts,
-    nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null, createdAt: row.created_at,
+    id: row.id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null,
+    createdAt: row.created_at,
     attemptLog: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at) })),
   };
 }
 
-const DELIVERY = named('Delivery', v.strictObject({
-  id: Id, eventId: Id, eventType: v.picklist(EVENT_TYPES), status: v.picklist(['pending', 'delivered', 'failed']),
-  attempts: v.pipe(v.number(), v.integer(), v.minValue(0)), nextAttemptAt: v.nullable(Timestamp), createdAt: Timestamp,
-  attemptLog: v.array(v.strictObject({
-    at: Timestamp, status: v.nullable(v.number()), error: v.nullable(v.string()), durationMs: v.number(),
-  })),
-}));
+const DELIVERY = named(
+  'Delivery',
+  v.strictObject({
+    id: Id,
+    eventId: Id,
+    eventType: v.picklist(EVENT_TYPES),
+    status: v.picklist(['pending', 'delivered', 'failed']),
+    attempts: v.pipe(v.number(), v.integer(), v.minValue(0)),
+    nextAttemptAt: v.nullable(Timestamp),
+    createdAt: Timestamp,
+    attemptLog: v.array(
+      v.strictObject({
+        at: Timestamp,
+        status: v.nullable(v.number()),
+        error: v.nullable(v.string()),
+        durationMs: v.number(),
+      }),
+    ),
+  }),
+);
 
 const deliveries = collectionHandler({
   list: DELIVERY_LIST,
@@ -114,7 +175,10 @@ const deliveries = collectionHandler({
   sql: (_ctx, query, endpoint) => {
     const filter = where([{ sql: (p) => `d.endpoint_id = ${p}`, value: endpoint.id }]);
     return {
-      list: 'ListDeliveries', count: 'CountDeliveries', where: filter.sql, params: filter.params,
+      list: 'ListDeliveries',
+      count: 'CountDeliveries',
+      where: filter.sql,
+      params: filter.params,
       orderBy: orderBy(query.sort, { id: 'd.id', createdAt: 'd.created_at' }),
     };
   },
@@ -123,24 +187,36 @@ const deliveries = collectionHandler({
 
 export const webhookRoutes: readonly RouteSpec[] = [
   {
-    method: 'POST', pattern: '/webhook-endpoints', auth: 'webhooks:write', handler: create,
+    method: 'POST',
+    pattern: '/webhook-endpoints',
+    auth: 'webhooks:write',
+    handler: create,
     doc: {
       summary: 'Create a webhook endpoint (admin); the signing secret is shown once',
-      description: 'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
-      success: { status: 201, schema: WEBHOOK_ENDPOINT_WITH_SECRET }, body: NEW_WEBHOOK_ENDPOINT,
+      description:
+        'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
+      success: { status: 201, schema: WEBHOOK_ENDPOINT_WITH_SECRET },
+      body: NEW_WEBHOOK_ENDPOINT,
       problems: [[422, 'validation']],
     },
   },
   {
-    method: 'GET', pattern: '/webhook-endpoints', auth: 'webhooks:write', handler: list,
+    method: 'GET',
+    pattern: '/webhook-endpoints',
+    auth: 'webhooks:write',
+    handler: list,
     doc: {
       summary: 'List webhook endpoints (admin)',
       description: 'Every webhook endpoint, a page at a time; the signing secrets are never shown again.',
-      success: { status: 200, schema: page('WebhookEndpointPage', WEBHOOK_ENDPOINT) }, list: LIST,
+      success: { status: 200, schema: page('WebhookEndpointPage', WEBHOOK_ENDPOINT) },
+      list: LIST,
     },
   },
   {
-    method: 'GET', pattern: '/webhook-endpoints/{id:int}', auth: 'webhooks:write', handler: getOne,
+    method: 'GET',
+    pattern: '/webhook-endpoints/{id:int}',
+    auth: 'webhooks:write',
+    handler: getOne,
     doc: {
       summary: 'Get a webhook endpoint (admin)',
       description: 'One webhook endpoint, without its signing secret.',
@@ -148,7 +224,10 @@ export const webhookRoutes: readonly RouteSpec[] = [
     },
   },
   {
-    method: 'DELETE', pattern: '/webhook-endpoints/{id:int}', auth: 'webhooks:write', handler: remove,
+    method: 'DELETE',
+    pattern: '/webhook-endpoints/{id:int}',
+    auth: 'webhooks:write',
+    handler: remove,
     doc: {
       summary: 'Delete a webhook endpoint and its deliveries (admin)',
       description: 'No further deliveries are attempted to it; its pending and past deliveries are deleted with it.',
@@ -156,11 +235,16 @@ export const webhookRoutes: readonly RouteSpec[] = [
     },
   },
   {
-    method: 'GET', pattern: '/webhook-endpoints/{id:int}/deliveries', auth: 'webhooks:write', handler: deliveries,
+    method: 'GET',
+    pattern: '/webhook-endpoints/{id:int}/deliveries',
+    auth: 'webhooks:write',
+    handler: deliveries,
     doc: {
       summary: "An endpoint's deliveries, with every attempt and its outcome (admin)",
-      description: 'Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts made and when the next is due, and each attempt\'s HTTP status or error and duration.',
-      success: { status: 200, schema: page('DeliveryPage', DELIVERY) }, list: DELIVERY_LIST,
+      description:
+        "Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts made and when the next is due, and each attempt's HTTP status or error and duration.",
+      success: { status: 200, schema: page('DeliveryPage', DELIVERY) },
+      list: DELIVERY_LIST,
     },
   },
 ];

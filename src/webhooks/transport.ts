@@ -37,7 +37,12 @@ const SHUT_DOWN = Symbol('shutting down');
  * is an answer like any other (its 3xx status), never followed: its target
  * could be a private address or lead back round a loop.
  */
-export async function postJson(url: string, headers: Record<string, string>, body: string, options: { timeoutMs: number; allowPrivate: boolean; signal: AbortSignal }): Promise<PostResult> {
+export async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { timeoutMs: number; allowPrivate: boolean; signal: AbortSignal },
+): Promise<PostResult> {
   let target: URL;
   try {
     target = new URL(url);
@@ -65,7 +70,14 @@ export async function postJson(url: string, headers: Record<string, string>, bod
   }
 }
 
-function exchange(target: URL, headers: Record<string, string>, body: string, allowPrivate: boolean, signal: AbortSignal, timeoutMs: number): Promise<PostResult> {
+function exchange(
+  target: URL,
+  headers: Record<string, string>,
+  body: string,
+  allowPrivate: boolean,
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<PostResult> {
   return new Promise((resolve) => {
     let status: number | null = null;
     let req: ClientRequest | undefined;
@@ -80,7 +92,11 @@ function exchange(target: URL, headers: Record<string, string>, body: string, al
     };
     const onAbort = () => {
       if (signal.reason === SHUT_DOWN) settle('aborted: the server is shutting down', true);
-      else settle(status === null ? `no answer within ${timeoutMs} ms` : `the answer did not finish within ${timeoutMs} ms`, true);
+      else
+        settle(
+          status === null ? `no answer within ${timeoutMs} ms` : `the answer did not finish within ${timeoutMs} ms`,
+          true,
+        );
     };
     if (signal.aborted) {
       onAbort();
@@ -88,29 +104,38 @@ function exchange(target: URL, headers: Record<string, string>, body: string, al
     }
     signal.addEventListener('abort', onAbort);
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    req = send(target, {
-      method: 'POST',
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-      lookup: publicOnlyLookup(allowPrivate),
-    }, (res) => {
-      status = res.statusCode ?? null;
-      // Before anything else: even if the socket is torn down under it, `res` never emits an unheard error.
-      res.on('error', (error: NodeJS.ErrnoException) => settle(`${error.code ?? error.name}: ${error.message}`, true));
-      // A 2xx is a delivery once its head is here: whatever its body does
-      // (stalls, streams for ever, runs past 64 KiB), it is not waited for,
-      // and the connection goes with it (never reused half-read).
-      if (status !== null && status >= 200 && status < 300) {
-        settle(null, true);
-        return;
-      }
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (bytes > MAX_ANSWER_BYTES) settle(`the answer is longer than ${MAX_ANSWER_BYTES} bytes; not read further`, true);
-      });
-      res.on('end', () => settle(null, false));
-      res.on('close', () => settle(res.complete ? null : 'the receiver closed the connection before the answer finished', true));
-    });
+    req = send(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        lookup: publicOnlyLookup(allowPrivate),
+      },
+      (res) => {
+        status = res.statusCode ?? null;
+        // Before anything else: even if the socket is torn down under it, `res` never emits an unheard error.
+        res.on('error', (error: NodeJS.ErrnoException) =>
+          settle(`${error.code ?? error.name}: ${error.message}`, true),
+        );
+        // A 2xx is a delivery once its head is here: whatever its body does
+        // (stalls, streams for ever, runs past 64 KiB), it is not waited for,
+        // and the connection goes with it (never reused half-read).
+        if (status !== null && status >= 200 && status < 300) {
+          settle(null, true);
+          return;
+        }
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > MAX_ANSWER_BYTES)
+            settle(`the answer is longer than ${MAX_ANSWER_BYTES} bytes; not read further`, true);
+        });
+        res.on('end', () => settle(null, false));
+        res.on('close', () =>
+          settle(res.complete ? null : 'the receiver closed the connection before the answer finished', true),
+        );
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => settle(`${error.code ?? error.name}: ${error.message}`, true));
     req.end(body);
   });

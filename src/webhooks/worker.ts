@@ -1,5 +1,5 @@
 /**
- * The delivery worker (SPEC §15): claims due deliveries with
+ * The delivery worker (contract §15): claims due deliveries with
  * `FOR UPDATE SKIP LOCKED` and a lease, so several server processes never
  * deliver one at the same time; POSTs each with the Standard Webhooks
  * headers; records every attempt; retries with exponential backoff for about
@@ -68,7 +68,8 @@ export interface DeliveryWorker {
 }
 
 export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOptions): DeliveryWorker {
-  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new RangeError(`webhook worker: concurrency must be a positive integer, not ${options.concurrency}`);
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1)
+    throw new RangeError(`webhook worker: concurrency must be a positive integer, not ${options.concurrency}`);
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let claiming: Promise<void> | undefined;
@@ -84,12 +85,24 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
 
   const attempt = async (delivery: Claimed): Promise<void> => {
     const id = `msg_${delivery.id}`;
-    const body = JSON.stringify(eventRepresentation({ id: delivery.event_id, type: delivery.type, data: delivery.data, created_at: delivery.created_at }));
+    const body = JSON.stringify(
+      eventRepresentation({
+        id: delivery.event_id,
+        type: delivery.type,
+        data: delivery.data,
+        created_at: delivery.created_at,
+      }),
+    );
     const timestamp = Math.floor(Date.now() / 1000);
     const started = performance.now();
     const { status, error } = await postJson(
       delivery.url,
-      { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': sign(delivery.secret, id, timestamp, body) },
+      {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': sign(delivery.secret, id, timestamp, body),
+      },
       body,
       { timeoutMs: options.timeoutMs, allowPrivate: options.allowPrivate, signal: aborted.signal },
     );
@@ -100,9 +113,30 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     const outcome = ok ? 'delivered' : retryIn === undefined ? 'failed' : 'pending';
     // Fenced by the attempt number: if this attempt outlived its lease and
     // another process claimed the delivery since, its result is dropped.
-    const recorded = await db.one('RecordAttempt', [delivery.id, status, error, durationMs, outcome, ok || retryIn === undefined ? 0 : retryIn, delivery.attempts]);
-    if (recorded === undefined) log.warn('webhook attempt outlived its lease; result dropped', { delivery: delivery.id, attempt: delivery.attempts, status });
-    const fields = { delivery: delivery.id, event: delivery.event_id, attempt: delivery.attempts, status, outcome, durationMs, ...(error ? { error } : {}) };
+    const recorded = await db.one('RecordAttempt', [
+      delivery.id,
+      status,
+      error,
+      durationMs,
+      outcome,
+      ok || retryIn === undefined ? 0 : retryIn,
+      delivery.attempts,
+    ]);
+    if (recorded === undefined)
+      log.warn('webhook attempt outlived its lease; result dropped', {
+        delivery: delivery.id,
+        attempt: delivery.attempts,
+        status,
+      });
+    const fields = {
+      delivery: delivery.id,
+      event: delivery.event_id,
+      attempt: delivery.attempts,
+      status,
+      outcome,
+      durationMs,
+      ...(error ? { error } : {}),
+    };
     if (ok) log.info('webhook attempt', fields);
     else log.warn('webhook attempt', fields);
   };
@@ -110,7 +144,9 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
   const run = (delivery: Claimed) => {
     busyEndpoints.add(delivery.endpoint_id);
     const done: Promise<void> = attempt(delivery)
-      .catch((error: unknown) => log.warn('webhook attempt not recorded', { delivery: delivery.id, error: String(error) }))
+      .catch((error: unknown) =>
+        log.warn('webhook attempt not recorded', { delivery: delivery.id, error: String(error) }),
+      )
       .finally(() => {
         inFlight.delete(done);
         busyEndpoints.delete(delivery.endpoint_id);

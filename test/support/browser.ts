@@ -23,7 +23,12 @@ export const BROWSER_SKIP: string | false = existsSync(CHROMIUM)
 export const LOOPBACK = '127.0.0.1';
 
 const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
   // Every other host name, and every other IP literal, fails to resolve (net::ERR_NAME_NOT_RESOLVED).
   `--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE ${LOOPBACK}`,
 ];
@@ -61,12 +66,15 @@ export async function watchedPage(browser: Browser, options: WatchOptions = {}):
   const blocked: string[] = [];
   const errors: string[] = [];
   if (options.intercept ?? true) {
-    await context.route(() => true, async (route) => {
-      const url = route.request().url();
-      if (isLoopback(url)) return route.continue();
-      blocked.push(url);
-      return route.abort('blockedbyclient');
-    });
+    await context.route(
+      () => true,
+      async (route) => {
+        const url = route.request().url();
+        if (isLoopback(url)) return route.continue();
+        blocked.push(url);
+        return route.abort('blockedbyclient');
+      },
+    );
   }
   const page = await context.newPage();
   page.on('request', (request) => requests.push({ method: request.method(), url: request.url() }));

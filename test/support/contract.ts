@@ -33,7 +33,14 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
     }
     return validate;
   };
-  const router = createRouter(table.map((r) => ({ method: r.method, pattern: r.pattern, handler: r, ...(r.versioned === undefined ? {} : { versioned: r.versioned }) })));
+  const router = createRouter(
+    table.map((r) => ({
+      method: r.method,
+      pattern: r.pattern,
+      handler: r,
+      ...(r.versioned === undefined ? {} : { versioned: r.versioned }),
+    })),
+  );
   let checked = 0;
   return {
     get checked() {
@@ -44,21 +51,33 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
       const match = router.match(method, pathname);
       if (match.kind !== 'found') return []; // not an operation: unknown path, 405, OPTIONS
       const route = match.handler;
-      const version = route.versioned === false ? undefined : match.version ?? (response.headers.get('deprecation') !== null ? 1 : 2);
+      const version =
+        route.versioned === false
+          ? undefined
+          : (match.version ?? (response.headers.get('deprecation') !== null ? 1 : 2));
       const path = `${version ? `/v${version}` : ''}${openApiPath(route.pattern)}`;
       const operation = document.paths[path]?.[method.toLowerCase()];
       const where = `${method} ${path}`;
       if (operation === undefined) return [`${where} is routed but not in the document`];
       checked += 1;
       const documented = operation.responses[String(response.status)];
-      if (documented === undefined) return [`${where} answered ${response.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`];
+      if (documented === undefined)
+        return [
+          `${where} answered ${response.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`,
+        ];
       if (body === '') return [];
       const type = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
       const media = documented.content?.[type];
-      if (media === undefined) return [`${where} ${response.status} answered ${type}, which the document does not list (${Object.keys(documented.content ?? {}).join(', ') || 'no body'})`];
+      if (media === undefined)
+        return [
+          `${where} ${response.status} answered ${type}, which the document does not list (${Object.keys(documented.content ?? {}).join(', ') || 'no body'})`,
+        ];
       const validate = validatorFor(media.schema);
       if (!validate(JSON.parse(body))) {
-        return (validate.errors ?? []).map((e) => `${where} ${response.status} body ${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+        return (validate.errors ?? []).map(
+          (e) =>
+            `${where} ${response.status} body ${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`,
+        );
       }
       return [];
     },

@@ -36,7 +36,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     url: url.toString(),
     real: true,
-    target: { host: url.hostname, port: Number(url.port || 5432), database: name, user: decodeURIComponent(url.username || 'postgres') },
+    target: {
+      host: url.hostname,
+      port: Number(url.port || 5432),
+      database: name,
+      user: decodeURIComponent(url.username || 'postgres'),
+    },
     async drop() {
       const sql = postgres(REAL_SERVER_URL as string, { max: 1, onnotice: () => {} });
       try {

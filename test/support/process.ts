@@ -16,7 +16,11 @@ export interface ServiceProcess {
  * that program and its arguments) with `env` over this process's environment
  * (`DATABASE_URL` only when `env` names it).
  */
-export function spawnService(env: Record<string, string>, entry = 'src/main.ts', command?: readonly string[]): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
+export function spawnService(
+  env: Record<string, string>,
+  entry = 'src/main.ts',
+  command?: readonly string[],
+): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
   if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
   const [program, ...args] = command ?? [process.execPath, '--import', 'tsx', entry];
@@ -29,7 +33,12 @@ export function spawnService(env: Record<string, string>, entry = 'src/main.ts',
 }
 
 /** Spawns the service and resolves once it prints where it listens (matching `ready`, whose group 1 is the URL). */
-export async function startService(env: Record<string, string>, ready = /listening on (http:\/\/\S+)/, entry?: string, command?: readonly string[]): Promise<ServiceProcess> {
+export async function startService(
+  env: Record<string, string>,
+  ready = /listening on (http:\/\/\S+)/,
+  entry?: string,
+  command?: readonly string[],
+): Promise<ServiceProcess> {
   const service = spawnService(env, entry, command);
   const url = await new Promise<string>((resolve, reject) => {
     const check = () => {
@@ -37,7 +46,9 @@ export async function startService(env: Record<string, string>, ready = /listeni
       if (match) resolve(match[1] as string);
     };
     service.process.stderr.on('data', check);
-    service.process.once('exit', (code) => reject(new Error(`exited with ${code} before listening: ${service.stderr()}`)));
+    service.process.once('exit', (code) =>
+      reject(new Error(`exited with ${code} before listening: ${service.stderr()}`)),
+    );
   });
   return { ...service, url };
 }

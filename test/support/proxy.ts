@@ -61,10 +61,11 @@ export async function startProxy(target: ProxyTarget): Promise<Proxy> {
       client.pipe(upstream).pipe(client);
     });
   let server = newServer();
-  const listen = (port: number) => new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
   await listen(0);
   const port = (server.address() as { port: number }).port;
   const cutAll = (reset = false) => {
@@ -121,7 +122,11 @@ export interface DatabaseProxy {
 export async function proxyToDatabase(database: TestDatabase, maxConnections: number): Promise<DatabaseProxy> {
   if (database.target) {
     const proxy = await startProxy({ host: database.target.host, port: database.target.port });
-    return { proxy, url: `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`, close: () => proxy.close() };
+    return {
+      proxy,
+      url: `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`,
+      close: () => proxy.close(),
+    };
   }
   const embedded = await openEmbedded(undefined, maxConnections);
   const proxy = await startProxy({ path: embedded.socketPath });

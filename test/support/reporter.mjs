@@ -90,6 +90,9 @@ async function* collectSkips(source, skipped) {
  */
 export function skipList(skipped) {
   if (skipped.length === 0) return '';
-  const lines = skipped.map(({ file, name, suite, reason }) => `﹣ ${file}${file === '' ? '' : ': '}${name}${suite ? ' (suite)' : ''} # ${reason}`);
+  const lines = skipped.map(
+    ({ file, name, suite, reason }) =>
+      `﹣ ${file}${file === '' ? '' : ': '}${name}${suite ? ' (suite)' : ''} # ${reason}`,
+  );
   return `\nSkipped, and why:\n${lines.join('\n')}\n`;
 }

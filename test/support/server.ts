@@ -37,9 +37,20 @@ export interface TestServer {
 
 let counter = 0;
 
-export async function startTestServer(env: Record<string, string> = {}, database?: TestDatabase, hooks?: TestHooks, webhooks?: StartOptions['webhooks']): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  database?: TestDatabase,
+  hooks?: TestHooks,
+  webhooks?: StartOptions['webhooks'],
+): Promise<TestServer> {
   const db = database ?? (await createTestDatabase());
-  const config: Config = loadConfig({ PORT: '0', LOG_LEVEL: 'info' satisfies LogLevel, RATE_LIMIT: 'off', ...env, DATABASE_URL: env.DATABASE_URL ?? db.url });
+  const config: Config = loadConfig({
+    PORT: '0',
+    LOG_LEVEL: 'info' satisfies LogLevel,
+    RATE_LIMIT: 'off',
+    ...env,
+    DATABASE_URL: env.DATABASE_URL ?? db.url,
+  });
   const logs: Record<string, unknown>[] = [];
   const log = createLogger(config.logLevel, (line) => {
     logs.push(JSON.parse(line) as Record<string, unknown>);
@@ -56,12 +67,19 @@ export async function startTestServer(env: Record<string, string> = {}, database
       const response = await fetch(server.url + path, init);
       const body = await response.clone().text();
       const violations = contract.check(init?.method ?? 'GET', server.url + path, response, body);
-      if (violations.length > 0) throw new AssertionError({ message: `the response disagrees with the OpenAPI document:\n${violations.join('\n')}` });
+      if (violations.length > 0)
+        throw new AssertionError({
+          message: `the response disagrees with the OpenAPI document:\n${violations.join('\n')}`,
+        });
       return response;
     },
     async user(role, scopes = SCOPES) {
       counter += 1;
-      const row = await createUser(server.db, { email: `${role}${counter}.${process.pid}@example.test`, name: `Test ${role} ${counter}`, role });
+      const row = await createUser(server.db, {
+        email: `${role}${counter}.${process.pid}@example.test`,
+        name: `Test ${role} ${counter}`,
+        role,
+      });
       const { token, record } = await createToken(server.db, row.id, scopes, null);
       return { id: row.id, token, tokenId: record.id };
     },

@@ -14,10 +14,11 @@ export function shellWords(line: string, vars: Record<string, string>): string[]
   const words: string[] = [];
   let word = '';
   let inWord = false;
-  const expand = (text: string) => text.replace(/\$\{?([A-Z_]+)\}?/g, (_, name: string) => {
-    if (!(name in vars)) throw new Error(`the walkthrough uses $${name} before setting it`);
-    return vars[name] as string;
-  });
+  const expand = (text: string) =>
+    text.replace(/\$\{?([A-Z_]+)\}?/g, (_, name: string) => {
+      if (!(name in vars)) throw new Error(`the walkthrough uses $${name} before setting it`);
+      return vars[name] as string;
+    });
   for (let i = 0; i < line.length; i++) {
     const c = line[i] as string;
     if (c === "'") {
@@ -64,8 +65,15 @@ export function steps(): Step[] {
     if (!line.startsWith('curl ')) return;
     const expectation = /^# → (\d{3})(.*)$/.exec(lines[i + 1] ?? '');
     assert.ok(expectation, `the line after "${line.slice(0, 40)}…" states the answer`);
-    const captures = [...(expectation[2] as string).matchAll(/set ([A-Z_]+) from ([A-Za-z-]+)/g)].map((m) => [m[1], m[2]] as [string, string]);
-    result.push({ command: line, status: Number(expectation[1]), captures, replayed: /Idempotent-Replayed: true/.test(expectation[2] as string) });
+    const captures = [...(expectation[2] as string).matchAll(/set ([A-Z_]+) from ([A-Za-z-]+)/g)].map(
+      (m) => [m[1], m[2]] as [string, string],
+    );
+    result.push({
+      command: line,
+      status: Number(expectation[1]),
+      captures,
+      replayed: /Idempotent-Replayed: true/.test(expectation[2] as string),
+    });
   });
   return result;
 }
@@ -104,8 +112,12 @@ export async function runWalkthrough(base: string, vars: Record<string, string>)
     }
   }
   const admin = { authorization: `Bearer ${vars.ADMIN}` };
-  const order = (await (await fetch(`${base}/v2/orders/${vars.ORDER}`, { headers: admin })).json()) as { status: string };
+  const order = (await (await fetch(`${base}/v2/orders/${vars.ORDER}`, { headers: admin })).json()) as {
+    status: string;
+  };
   assert.equal(order.status, 'shipped');
-  const payments = (await (await fetch(`${base}/v2/payments?orderId=${vars.ORDER}`, { headers: admin })).json()) as { meta: { total: number } };
+  const payments = (await (await fetch(`${base}/v2/payments?orderId=${vars.ORDER}`, { headers: admin })).json()) as {
+    meta: { total: number };
+  };
   assert.equal(payments.meta.total, 1);
 }
