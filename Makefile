@@ -44,14 +44,22 @@ typecheck: node_modules/.package-lock.json
 	node_modules/.bin/tsc --noEmit -p .
 
 # One formatter and linter for the whole tree (Biome, biome.json), and no
-# line over 120 characters, strings and comments included.
-lint: node_modules/.package-lock.json
-	node_modules/.bin/biome ci --reporter=summary .
+# line over 120 characters, strings and comments included. Biome is one
+# binary, installed like Node 26 into an ignored folder from its own lockfile
+# (tools/biome): the registry serves only the Linux builds of its npm package.
+BIOME_PACKAGE := tools/biome/node_modules/.package-lock.json
+BIOME := tools/biome/node_modules/@biomejs/cli-linux-x64/biome
+$(BIOME_PACKAGE): tools/biome/package.json tools/biome/package-lock.json
+	npm ci --no-audit --no-fund --prefix tools/biome
+	@touch $@
+
+lint: $(BIOME_PACKAGE)
+	$(BIOME) ci --colors=off .
 	node scripts/check-line-length.mjs
 
 # Rewrites the tree as the formatter and the linter's safe fixes want it.
-format: node_modules/.package-lock.json
-	node_modules/.bin/biome check --write .
+format: $(BIOME_PACKAGE)
+	$(BIOME) check --write .
 
 # The suite runs the built program and the single executable too: build first.
 test: lint typecheck build

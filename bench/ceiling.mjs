@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 
 const { body, headers } = JSON.parse(process.argv[2]);
 const bytes = Buffer.from(body, 'utf8');
-const server = createServer((req, res) => {
+const server = createServer((_req, res) => {
   res.writeHead(200, { ...headers, 'content-length': bytes.byteLength });
   res.end(bytes);
 });

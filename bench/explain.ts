@@ -179,7 +179,8 @@ for (const shape of checked) {
 }
 console.log(`#### Sequential scans\n`);
 console.log(
-  `${checked.length} order lists (${FILTER_SETS.length} filter sets × admin and own orders × ${SORTS.length} sorts, and each status): ` +
+  `${checked.length} order lists (${FILTER_SETS.length} filter sets × admin and own orders × ${SORTS.length} ` +
+    'sorts, and each status): ' +
     (sequential.length === 0
       ? 'no Seq Scan in any.\n'
       : `${sequential.length} plans with a Seq Scan:\n\n${sequential.join('\n')}\n`),

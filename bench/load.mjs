@@ -186,7 +186,8 @@ function done(summary, latency, requests)
     end
   end
   local e = summary.errors
-  io.write(string.format('{"durationUs":%d,"requests":%d,"socketErrors":%d,"p50Us":%d,"p99Us":%d,"statusCodes":[%s]}\\n',
+  io.write(string.format(
+    '{"durationUs":%d,"requests":%d,"socketErrors":%d,"p50Us":%d,"p99Us":%d,"statusCodes":[%s]}\\n',
     summary.duration, summary.requests, e.connect + e.read + e.write + e.timeout,
     latency:percentile(50), latency:percentile(99), table.concat(codes, ",")))
 end

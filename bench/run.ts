@@ -17,8 +17,9 @@
  * rounds of scenario 1 and the peer), BENCH_RATE_LIMIT (1000000/60), BENCH_LOAD
  * (`wrk` or `autocannon`; default wrk when on PATH), WORKERS (1),
  * DB_POOL_MAX (the service's default, 10, for the server and the peer), and
- * BENCH_SCENARIOS (e.g. `2,4`: only those of scenarios 2–5), BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts), BENCH_PROFILE=1 to
- * write the server's CPU profile (`--cpu-prof`) to bench/results/profile/.
+ * BENCH_SCENARIOS (e.g. `2,4`: only those of scenarios 2–5), BENCH_SEED_ONLY=1
+ * to seed and stop (for bench/explain.ts), BENCH_PROFILE=1 to write the
+ * server's CPU profile (`--cpu-prof`) to bench/results/profile/.
  * The server is the built program, dist/orders.mjs (`make bench` builds it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -44,7 +45,10 @@ const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
 const RESULTS = `${ROOT}bench/results`;
 const SERVER_LOG = `${RESULTS}/server.log`;
 const databaseUrl = process.env.DATABASE_URL;
-/** BENCH_SCENARIOS=2,4: only those of scenarios 2–5 (scenario 1, the peer and the ceiling always run), to profile one. */
+/**
+ * BENCH_SCENARIOS=2,4: only those of scenarios 2–5 (scenario 1, the peer and the ceiling always run), to profile
+ * one.
+ */
 const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
 const wanted = (name: string) => ONLY === undefined || ONLY.includes(name.split('.')[0] as string);
 const dataDir = `${ROOT}data-bench`;
@@ -90,7 +94,8 @@ async function ensureDatabase(url: string): Promise<void> {
 async function prepare(): Promise<Prepared> {
   if (databaseUrl === undefined)
     process.stderr.write(
-      `bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a real server)\n`,
+      `bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a ` +
+        'real server)\n',
     );
   else await ensureDatabase(databaseUrl);
   // Seeding lifts the statement timeout: no watchdog on these connections.
@@ -138,7 +143,8 @@ function loadTool(): 'wrk' | 'autocannon' {
   });
   if (onPath) return 'wrk';
   process.stderr.write(
-    `bench: ${wanted === 'wrk' ? 'BENCH_LOAD=wrk, but ' : ''}wrk is not installed: using autocannon, which takes more of the machine's CPU ` +
+    `bench: ${wanted === 'wrk' ? 'BENCH_LOAD=wrk, but ' : ''}wrk is not installed: using autocannon, which takes ` +
+      `more of the machine's CPU ` +
       '(figures are lower than with wrk; install it with `apt-get install wrk` or `brew install wrk`)\n',
   );
   return 'autocannon';
@@ -321,7 +327,9 @@ async function main(): Promise<void> {
     const etag = sample.headers.get('etag') as string;
     if (sample.status !== 200 || sample.headers.get('ratelimit-policy') === null) {
       throw new Error(
-        `bench: the sample GET answered ${sample.status}${sample.headers.get('ratelimit-policy') === null ? ' without RateLimit-Policy' : ''}: ${sampleBody}`,
+        'bench: the sample GET answered ' +
+          `${sample.status}${sample.headers.get('ratelimit-policy') === null ? ' without RateLimit-Policy' : ''}: ` +
+          `${sampleBody}`,
       );
     }
     const headers: Record<string, string> = {};
@@ -369,7 +377,8 @@ async function main(): Promise<void> {
       const peerBody = await (await fetch(`${peerUrl}/orders/${prepared.orderIds[0]}`)).text();
       if (peerBody !== sampleBody)
         process.stderr.write(
-          `bench: warning: the peer's body differs from the service's:\n  service: ${sampleBody}\n  peer:    ${peerBody}\n`,
+          `bench: warning: the peer's body differs from the service's:\n  service: ${sampleBody}\n  peer:    ` +
+            `${peerBody}\n`,
         );
     }
     const ids = prepared.orderIds.map((id) => `/v1/orders/${id}`);
@@ -484,10 +493,12 @@ async function main(): Promise<void> {
     const line = (cells: string[]) =>
       cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
     console.log(
-      `\n${report.database}, ${ORDERS} orders, ${CONNECTIONS} connections (${tool}), ${SECONDS} s per scenario after ${WARMUP} s warm-up, ${WORKERS} worker(s), node ${process.version}`,
+      `\n${report.database}, ${ORDERS} orders, ${CONNECTIONS} connections (${tool}), ${SECONDS} s per scenario ` +
+        `after ${WARMUP} s warm-up, ${WORKERS} worker(s), node ${process.version}`,
     );
     console.log(
-      `server: auth, ETag, RATE_LIMIT=${RATE_LIMIT}, request log to bench/results/server.log; CPU ms/req: the server process's user+system time per request`,
+      `server: auth, ETag, RATE_LIMIT=${RATE_LIMIT}, request log to bench/results/server.log; CPU ms/req: the ` +
+        `server process's user+system time per request`,
     );
     console.log(line(header));
     for (const row of rows) console.log(line(row));
@@ -495,12 +506,15 @@ async function main(): Promise<void> {
       console.log(`peer: skipped: ${peerSkipped}`);
     } else {
       console.log(
-        `scenario 1 / peer: ${peerRatio?.toFixed(3)} × (median of ${ratios.length} alternating rounds: ${ratios.map((r) => r.toFixed(3)).join(', ')}); ` +
-          `CPU per request ${own.cpuMsPerRequest?.toFixed(3)} ms against the peer's ${peerRow.cpuMsPerRequest?.toFixed(3)} ms`,
+        `scenario 1 / peer: ${peerRatio?.toFixed(3)} × (median of ${ratios.length} alternating rounds: ` +
+          `${ratios.map((r) => r.toFixed(3)).join(', ')}); ` +
+          `CPU per request ${own.cpuMsPerRequest?.toFixed(3)} ms against the peer's ` +
+          `${peerRow.cpuMsPerRequest?.toFixed(3)} ms`,
       );
     }
     console.log(
-      `server peak RSS: ${rss} MB\nrequest log: bench/results/server.log (${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/latest.json`,
+      `server peak RSS: ${rss} MB\nrequest log: bench/results/server.log ` +
+        `(${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/latest.json`,
     );
   } finally {
     if (peer !== undefined) await stopProcess(peer);

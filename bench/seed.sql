@@ -37,8 +37,10 @@ INSERT INTO order_items (order_id, product_id, qty, unit_price)
 SELECT o.id, p.id, 1 + ((o.id + k) % 5)::integer, p.price
 FROM new_orders o
 CROSS JOIN LATERAL generate_series(1, 1 + (o.id % 5)::integer) AS k
-JOIN products p ON p.sku = (ARRAY['MUG-001', 'MUG-002', 'TEE-001', 'TEE-002', 'HAT-001', 'BAG-001', 'BAG-002', 'NB-001', 'NB-002', 'PEN-001',
-                                  'PEN-002', 'CUP-001', 'TEA-001', 'COF-001', 'COF-002', 'SOC-001', 'CAP-001', 'PST-001', 'STK-001', 'LMP-001'])[1 + ((o.id * 7 + k * 3) % 20)::integer];
+JOIN products p ON p.sku = (ARRAY[
+  'MUG-001', 'MUG-002', 'TEE-001', 'TEE-002', 'HAT-001', 'BAG-001', 'BAG-002', 'NB-001', 'NB-002', 'PEN-001',
+  'PEN-002', 'CUP-001', 'TEA-001', 'COF-001', 'COF-002', 'SOC-001', 'CAP-001', 'PST-001', 'STK-001', 'LMP-001'
+])[1 + ((o.id * 7 + k * 3) % 20)::integer];
 
 -- name: PauseUpdatedAtTrigger :exec
 -- Setting the seeded totals is not a change a client made: keep updated_at.

@@ -80,7 +80,8 @@ if (!executable) {
   });
   chmodSync(outfile, 0o755);
   process.stdout.write(
-    `build: ${outfile} (${Math.round(bytes / 1024)} KiB with its source map) in ${Math.round(performance.now() - started)} ms\n`,
+    `build: ${outfile} (${Math.round(bytes / 1024)} KiB with its source map) in ` +
+      `${Math.round(performance.now() - started)} ms\n`,
   );
 } else {
   if (!existsSync(EXECUTABLE_NODE)) {
@@ -132,6 +133,7 @@ if (!executable) {
   chmodSync(outfile, 0o755);
   const { size } = await import('node:fs').then((fs) => fs.statSync(outfile));
   process.stdout.write(
-    `build: ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${Object.keys(assets).length} assets) in ${Math.round(performance.now() - started)} ms\n`,
+    `build: ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${Object.keys(assets).length} assets) in ` +
+      `${Math.round(performance.now() - started)} ms\n`,
   );
 }

@@ -281,7 +281,8 @@ function parseCommandLine(argv: readonly string[]): string | Run {
     if (second !== undefined && !second.startsWith('-')) throw unknownCommand([first, second]);
     if (rest.some((a) => HELP_OPTIONS.includes(a))) return groupHelp(first);
     throw new UsageError(
-      `${JSON.stringify(first)} needs a command: ${alternatives(groupCommands(first).map((c) => c.words[1] as string))}`,
+      `${JSON.stringify(first)} needs a command: ` +
+        `${alternatives(groupCommands(first).map((c) => c.words[1] as string))}`,
     );
   }
   if (first.startsWith('-')) {
@@ -309,7 +310,8 @@ function unknownCommand(words: readonly string[]): UsageError {
   const candidates = [...COMMANDS.map((c) => c.words.join(' ')), ...(words.length === 1 ? GROUPS : [])];
   const suggestion = nearest(candidates, (candidate) => words.slice(0, candidate.split(' ').length).join(' '));
   return new UsageError(
-    `unknown command ${JSON.stringify(typed)}${suggestion === undefined ? '' : `; did you mean ${JSON.stringify(suggestion)}?`}`,
+    'unknown command ' +
+      `${JSON.stringify(typed)}${suggestion === undefined ? '' : `; did you mean ${JSON.stringify(suggestion)}?`}`,
   );
 }
 

@@ -1,15 +1,15 @@
 /** `make run`: start the service with the configuration of the environment and `.env` (contract §1). */
 import cluster from 'node:cluster';
-import { ConfigError, loadConfig } from './config/config.ts';
+import { type Config, ConfigError, loadConfig } from './config/config.ts';
 import { EnvFileError, loadEnvFile } from './config/env-file.ts';
 import { createLogger, errorFields } from './base/logger.ts';
-import { startServer } from './service/server.ts';
+import { type RunningServer, startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
 import { EmbeddedDatabaseError, isDatabaseUnavailable } from './db/errors.ts';
 
 async function main(): Promise<void> {
   const startedAt = performance.now();
-  let config;
+  let config: Config;
   try {
     // contract §1: the working directory's .env supplies what the environment does
     // not set. Into process.env itself, so that cluster workers inherit it.
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     runPrimary(config.workers, log, startedAt);
     return;
   }
-  let server;
+  let server: RunningServer;
   try {
     server = await startServer(config, {
       log,

@@ -73,8 +73,8 @@ describe('401 unauthorized', () => {
 
   it('with an expired token: error="invalid_token"', async () => {
     const u = await t.user('customer');
-    await t.server.db
-      .sql`UPDATE api_tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = ${u.tokenId}`;
+    await t.server.db.sql`UPDATE api_tokens
+      SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = ${u.tokenId}`;
     await expectProblem(
       await t.fetch('/v1/users', { headers: bearer(u.token) }),
       401,

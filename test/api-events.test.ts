@@ -385,17 +385,18 @@ describe('webhook deliveries', () => {
     const [event] = await db.sql<
       { id: number }[]
     >`INSERT INTO events (type, data) VALUES ('order.deleted', '{}') RETURNING id`;
-    const [other] = await db.sql<
-      { id: number }[]
-    >`INSERT INTO webhook_endpoints (url, events, secret) VALUES ('http://127.0.0.1:9/x', '{order.deleted}', 'whsec_eA==') RETURNING id`;
+    const [other] = await db.sql<{ id: number }[]>`INSERT INTO webhook_endpoints (url, events, secret)
+      VALUES ('http://127.0.0.1:9/x', '{order.deleted}', 'whsec_eA==') RETURNING id`;
     const [delivery] = await db.sql<
       { id: number }[]
-    >`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, status, next_attempt_at) VALUES (${other!.id}, ${event!.id}, 2, 'delivered', now()) RETURNING id`;
+    >`INSERT INTO webhook_deliveries (endpoint_id, event_id, attempts, status, next_attempt_at)
+      VALUES (${other!.id}, ${event!.id}, 2, 'delivered', now()) RETURNING id`;
     // Attempt 1's result arrives after attempt 2 delivered it: it must change nothing.
     assert.equal(await db.one('RecordAttempt', [delivery!.id, 500, null, 10, 'pending', 5, 1]), undefined);
     const [row] = await db.sql<
       { status: string; attempts: number; n: number }[]
-    >`SELECT status, attempts, (SELECT count(*)::int FROM webhook_attempts WHERE delivery_id = ${delivery!.id}) AS n FROM webhook_deliveries WHERE id = ${delivery!.id}`;
+    >`SELECT status, attempts, (SELECT count(*)::int FROM webhook_attempts WHERE delivery_id = ${delivery!.id}) AS n
+      FROM webhook_deliveries WHERE id = ${delivery!.id}`;
     assert.deepEqual({ ...row }, { status: 'delivered', attempts: 2, n: 0 });
     await db.sql`DELETE FROM webhook_endpoints WHERE id = ${other!.id}`;
   });

@@ -163,7 +163,7 @@ describe('a body that is not a JSON object (contract §4)', () => {
 });
 
 describe('the errors list of a problem (contract §11: at most 20, each once)', () => {
-  it('a 14 KB query string of 2,000 unknown parameters: 20 errors, the detail says how many more, a small body', async () => {
+  it('a 14 KB query of 2,000 unknown parameters: 20 errors, the detail says how many more, a small body', async () => {
     const search = Array.from({ length: 2000 }, (_, i) => `x${i}=1`).join('&');
     assert.ok(search.length > 14_000);
     const response = await t.fetch(`/v1/orders?${search}`, { headers: bearer(alice.token) });

@@ -220,8 +220,10 @@ describe('GET /orders', () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
     assert.equal(
       response.headers.get('link'),
-      '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", </v1/orders?status=pending&pageSize=2&page=1>; rel="prev", ' +
-        '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", </v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"',
+      '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", ' +
+        '</v1/orders?status=pending&pageSize=2&page=1>; rel="prev", ' +
+        '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", ' +
+        '</v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"',
     );
   });
 

@@ -137,7 +137,8 @@ describe('one order, one tag per version and media type', () => {
     const tags = await tagsOf(id);
     assert.equal(new Set(tags).size, 4, tags.join(' '));
     for (const tag of tags) assert.match(tag, /^"[\x21\x23-\x7e]+"$/);
-    // The placement of the version does not matter, only the representation: /orders with Accept v2 is /v2 in the vendor type.
+    // The placement of the version does not matter, only the representation:
+    // /orders with Accept v2 is /v2 in the vendor type.
     assert.equal(
       (await t.fetch(`/orders/${id}`, { headers: { ...bearer(admin.token), accept: V2 } })).headers.get('etag'),
       tags[3],
@@ -156,7 +157,7 @@ describe('one order, one tag per version and media type', () => {
     }
   });
 
-  it("answers a write with the tag a GET of the new state then gives, in the write's version and media type", async () => {
+  it("answers a write with the tag a GET of the new state gives, in the write's version and media type", async () => {
     const created = await t.fetch('/v2/orders', {
       method: 'POST',
       headers: { ...bearer(alice.token), ...json, accept: V2 },
@@ -193,11 +194,14 @@ describe('one order, one tag per version and media type', () => {
 });
 
 describe('every kind of change changes the tag', () => {
-  /** Each change to a fresh pending order of alice's (items: product 1 × 2, product 2 × 1); its response, when it is an order write. */
+  /**
+   * Each change to a fresh pending order of alice's (items: product 1 × 2,
+   * product 2 × 1); its response, when it is an order write.
+   */
   const CHANGES: {
     name: string;
     skip?: string | false;
-    change(order: { id: number; total: number }): Promise<Response | void>;
+    change(order: { id: number; total: number }): Promise<Response | undefined>;
   }[] = [
     { name: 'PATCH of the status', change: ({ id }) => patch(id, '{"status":"cancelled"}') },
     {
@@ -264,7 +268,8 @@ describe('every kind of change changes the tag', () => {
         try {
           await other.begin(async (tx) => {
             await tx`UPDATE order_items SET qty = 5 WHERE order_id = ${id} AND product_id = 1`;
-            await tx`UPDATE orders SET total = (SELECT sum(qty * unit_price) FROM order_items WHERE order_id = ${id}) WHERE id = ${id}`;
+            await tx`UPDATE orders SET total = (SELECT sum(qty * unit_price) FROM order_items WHERE order_id = ${id})
+              WHERE id = ${id}`;
           });
         } finally {
           await other.end();
@@ -337,7 +342,7 @@ describe('every kind of change changes the tag', () => {
 });
 
 describe('If-None-Match on an order, answered from its revision', () => {
-  it('answers the current tag 304 with exactly the headers of the 200 and no body, v1 and v2, GET and HEAD', async () => {
+  it('answers the current tag 304: exactly the headers of the 200, no body; v1 and v2, GET and HEAD', async () => {
     const { id } = await newOrder();
     for (const variant of VARIANTS) {
       const full = await get(id, variant);

@@ -194,7 +194,7 @@ describe('POST /orders', () => {
       ],
       [
         'productId past 2^53',
-        { items: [{ productId: 9007199254740993, qty: 1 }] },
+        { items: [{ productId: 2 ** 53 + 2, qty: 1 }] },
         [{ pointer: '/items/0/productId', detail: 'must be a product id (a positive integer)' }],
       ],
       [

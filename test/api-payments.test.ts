@@ -394,7 +394,8 @@ describe('idempotency (contract §7)', () => {
     assert.equal(retry.headers.get('idempotent-replayed'), 'true');
     assert.equal(await retry.text(), created[0]!.text);
     ctx.diagnostic(
-      `20 concurrent requests, one key: ${created.length} × 201 (identical), ${inUse.length} × 409 in-use, ${await countPayments(o.id)} payment row`,
+      `20 concurrent requests, one key: ${created.length} × 201 (identical), ${inUse.length} × 409 in-use, ` +
+        `${await countPayments(o.id)} payment row`,
     );
   });
 });

@@ -46,7 +46,8 @@ describe('GET /products', () => {
     assert.match(body.data[0]!.createdAt, TIMESTAMP);
     assert.equal(
       response.headers.get('link'),
-      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"',
+      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", ' +
+        '</v2/products>; rel="successor-version"',
     );
   });
 
@@ -79,7 +80,8 @@ describe('GET /products', () => {
     const response = await t.fetch('/v1/products?pageSize=10&page=3');
     assert.equal(
       response.headers.get('link'),
-      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", </v1/products?pageSize=10&page=3>; rel="last", </v2/products>; rel="successor-version"',
+      '</v1/products?pageSize=10&page=1>; rel="first", </v1/products?pageSize=10&page=2>; rel="prev", ' +
+        '</v1/products?pageSize=10&page=3>; rel="last", </v2/products>; rel="successor-version"',
     );
   });
 

@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 let database: TestDatabase;
 let link: DatabaseProxy;
-let proxy: Proxy;
+let proxy: TcpProxy;
 let t: TestServer;
 
 before(async () => {

@@ -152,7 +152,8 @@ describe('after the sunset of v1', () => {
       assert.equal(body.type, '/problems/version-sunset');
       assert.equal(
         body.detail,
-        'Version 1 of this API was retired on Fri, 01 Jan 2021 00:00:00 GMT; use version 2: /v2/products/1 (see docs/versioning.md).',
+        'Version 1 of this API was retired on Fri, 01 Jan 2021 00:00:00 GMT; ' +
+          'use version 2: /v2/products/1 (see docs/versioning.md).',
       );
       assert.equal(response.headers.get('link'), '</v2/products/1>; rel="successor-version"');
     }
@@ -312,7 +313,7 @@ describe('If-Match on order writes (contract §9)', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store');
   });
 
-  it('answers 412 precondition-failed for a stale or weak tag, or one of another version, and writes nothing', async () => {
+  it("answers 412 precondition-failed for a stale or weak tag, or another version's, and writes nothing", async () => {
     const current = await get(`/v1/orders/${orderId}`);
     const etag = current.headers.get('etag') as string;
     const v2tag = (await get(`/v2/orders/${orderId}`)).headers.get('etag') as string;

@@ -247,7 +247,7 @@ describe('the rate limit under a flood of source addresses', () => {
       req.end();
     });
 
-  it('never gives a limited client a fresh window: new addresses past the bound share one overflow budget', async () => {
+  it('never gives a limited client a new window: new addresses past the bound share one overflow budget', async () => {
     const limited: number[] = [];
     for (let i = 0; i < 6; i++) limited.push((await get('/v1/products/1')).status);
     assert.deepEqual(limited, [200, 200, 200, 200, 200, 429]);

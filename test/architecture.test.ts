@@ -203,6 +203,7 @@ describe('the checks themselves', () => {
       "// import x from './comment.ts';",
       "/* export * from './block.ts'; */",
       'const s = "import y from \'./string.ts\'";',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: source text for the scanner, a template literal in it
       "const t = `import z from './template.ts' ${await import('./in-template.ts')}`;",
       'const re = /import(.)from/;',
       'export const j = 1;',

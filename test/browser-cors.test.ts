@@ -189,7 +189,7 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
       w = await pageOf(unlisted.origin);
     });
 
-    it('is refused by the browser: fetch with a bearer token rejects with a TypeError and the GET is never sent', async () => {
+    it('is refused by the browser: fetch with a bearer token rejects with a TypeError, no GET is sent', async () => {
       const sent = logged('GET', '/v2/users').length;
       const outcome = await request(w, `${t.url}/v2/users`, { headers: { authorization: `Bearer ${customer.token}` } });
       assert.equal('error' in outcome && outcome.error, 'TypeError');
@@ -205,7 +205,7 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
     });
   });
 
-  it('reports in the console only the 404 it was given and, on the other origin, the CORS refusals; nothing left 127.0.0.1', () => {
+  it('logs in the console only the one 404 and, on the other origin, the CORS refusals; nothing left 127.0.0.1', () => {
     for (const w of pages) {
       assert.deepEqual(w.blocked, []);
       assert.deepEqual(
@@ -222,13 +222,15 @@ describe('CORS in headless chromium', { skip: BROWSER_SKIP }, () => {
     assert.equal(refusals.length, 2);
     assert.ok(
       refusals[0]?.startsWith(
-        `console: Access to fetch at '${t.url}/v2/users' from origin '${unlisted.origin}' has been blocked by CORS policy: Response to preflight request doesn't pass access control check`,
+        `console: Access to fetch at '${t.url}/v2/users' from origin '${unlisted.origin}' ` +
+          "has been blocked by CORS policy: Response to preflight request doesn't pass access control check",
       ),
       refusals[0],
     );
     assert.ok(
       refusals[1]?.startsWith(
-        `console: Access to fetch at '${t.url}/v2/products' from origin '${unlisted.origin}' has been blocked by CORS policy: No 'Access-Control-Allow-Origin' header`,
+        `console: Access to fetch at '${t.url}/v2/products' from origin '${unlisted.origin}' ` +
+          "has been blocked by CORS policy: No 'Access-Control-Allow-Origin' header",
       ),
       refusals[1],
     );

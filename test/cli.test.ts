@@ -251,7 +251,8 @@ describe('orders --help', () => {
 
 Commands:
   migrate                                                  apply pending migrations; prints their names
-  seed                                                     load the demo catalog and users (idempotent); prints them as JSON
+  seed                                                     load the demo catalog and users (idempotent); \
+prints them as JSON
   user create --email E --name N [--role customer|admin]   create a user; prints it as JSON
   token create --user ID --scopes a,b,c [--ttl 30d]        print a new token, alone on one line (shown once)
   token list --user ID                                     print the user's tokens as JSON (never the secret)
@@ -260,7 +261,8 @@ Commands:
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
 A .env file in the working directory supplies variables the environment does not set.
-Scopes: orders:read, orders:write, payments:read, payments:write, users:read, users:write, events:read, webhooks:write. TTL units: s, m, h, d.
+Scopes: orders:read, orders:write, payments:read, payments:write, users:read, users:write, events:read, \
+webhooks:write. TTL units: s, m, h, d.
 Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`,
     );
   });
@@ -271,7 +273,7 @@ Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in
     }
   });
 
-  it("help <command>, <command> --help and <command> -h anywhere among its arguments print that command's help", async () => {
+  it("help <command>, and --help or -h anywhere among a command's arguments, print that command's help", async () => {
     for (const argv of [
       ['help', 'token', 'create'],
       ['--help', 'token', 'create'],
@@ -287,7 +289,9 @@ Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in
   it('says so when a command takes no options', async () => {
     assert.deepEqual(await cli('migrate', '--help'), {
       status: 0,
-      out: 'usage: orders migrate\n\nApply pending migrations; prints their names.\n\nOptions: none.\n\nExample:\n  orders migrate\n',
+      out:
+        'usage: orders migrate\n\nApply pending migrations; prints their names.\n\n' +
+        'Options: none.\n\nExample:\n  orders migrate\n',
       err: '',
     });
   });

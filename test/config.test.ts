@@ -142,9 +142,11 @@ describe('loadConfig(): contract §16 variables', () => {
   });
 
   const corsMessage = (entry: string) =>
-    `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`;
+    'CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com ' +
+    `(http or https, host, optional port, no path), got ${JSON.stringify(entry)}`;
   const proxyMessage = (entry: string) =>
-    `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`;
+    'TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) ' +
+    `or loopback, got ${JSON.stringify(entry)}`;
   const tokenMessage = 'METRICS_TOKEN must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)';
   const invalid: [Record<string, string>, string][] = [
     [{ CORS_ORIGINS: 'https://app.example/' }, corsMessage('https://app.example/')],

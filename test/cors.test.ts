@@ -29,7 +29,8 @@ const APP = 'https://app.example';
 const OTHER = 'https://evil.example';
 const ALLOW_HEADERS = 'Accept, Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Request-Id';
 const EXPOSE_HEADERS =
-  'ETag, Location, Link, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed';
+  'ETag, Location, Link, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset, X-Request-Id, ' +
+  'Idempotent-Replayed';
 const PREFLIGHT_VARY = 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers';
 
 /** The access-control-* fields of `response`, by name. */
@@ -178,7 +179,7 @@ describe('the pipeline with CORS_ORIGINS', () => {
     });
   const client = { remoteAddress: '192.0.2.1' };
 
-  it('answers preflights from a listed origin with 204 and no token, never with 429, and does not count them', async () => {
+  it('answers preflights from a listed origin with 204 and no token, never 429, and does not count them', async () => {
     const app = newApp({ CORS_ORIGINS: APP, RATE_LIMIT: '2/60' });
     for (let i = 0; i < 5; i++) {
       const response = await app(preflight(APP), client);

@@ -103,9 +103,8 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', {
         await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM idempotency_keys WHERE user_id = ${userId}`
       )[0]!.n;
       const items = (
-        await db.sql<
-          { n: number }[]
-        >`SELECT count(*)::int AS n FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.customer_id = ${userId}`
+        await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM order_items i JOIN orders o ON o.id = i.order_id
+          WHERE o.customer_id = ${userId}`
       )[0]!.n;
       assert.equal(ids.size, KEYS, 'every key names its own order');
       assert.equal(orders, KEYS, 'one order per key, none twice');
@@ -113,7 +112,8 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', {
       assert.equal(items, KEYS);
       assert.equal(replayed, before, 'exactly the orders committed before the kill are replayed');
       ctx.diagnostic(
-        `SIGKILL after ${answered} answers: ${before} orders committed; on retry ${replayed} replayed + ${KEYS - replayed} fresh = ${orders} orders for ${KEYS} keys`,
+        `SIGKILL after ${answered} answers: ${before} orders committed; ` +
+          `on retry ${replayed} replayed + ${KEYS - replayed} fresh = ${orders} orders for ${KEYS} keys`,
       );
     } finally {
       second.child.kill('SIGTERM');

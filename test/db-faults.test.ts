@@ -24,7 +24,7 @@ import postgres from 'postgres';
 import { STALLED_CONNECTION_MS } from '../src/db/database.ts';
 import { DATABASE_DEADLINE_MS } from '../src/pipeline/pipeline.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
-import { startProxy, type Proxy } from './support/proxy.ts';
+import { startProxy, type TcpProxy } from './support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 const skip =
@@ -32,7 +32,7 @@ const skip =
 
 describe('database faults under concurrent keyed writes', { skip }, () => {
   let database: TestDatabase;
-  let proxy: Proxy;
+  let proxy: TcpProxy;
   let t: TestServer;
   /** Straight to the test database, around the proxy. */
   let direct: postgres.Sql;
@@ -245,7 +245,9 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     assert.deepEqual(missing(), [], 'every order.created delivered to the healthy receiver');
     assert.ok(held.length >= 1, 'the hung receiver was tried');
     ctx.diagnostic(
-      `${[...done.values()].flat().length} orders paid; ${seen.length} requests: ${refusals.filter((s) => s.status === 503).length} × 503, ${refusals.filter((s) => s.status === 409).length} × 409`,
+      `${[...done.values()].flat().length} orders paid; ${seen.length} requests: ` +
+        `${refusals.filter((s) => s.status === 503).length} × 503, ` +
+        `${refusals.filter((s) => s.status === 409).length} × 409`,
     );
   });
 

@@ -60,7 +60,7 @@ const shapeError = (message: string) => (error: unknown) => {
 };
 
 describe('a handle from db.handle()', () => {
-  it('refuses statements and begin() while its own transaction runs; the transaction commits when work resolves', async () => {
+  it('refuses statements and begin() during its own transaction, which commits when work resolves', async () => {
     const handle = db.handle();
     const address = email('commit');
     const result = await handle.begin(async (tx) => {
@@ -164,7 +164,7 @@ describe('savepoint() and begin() on a transaction handle', () => {
     assert.deepEqual({ outer: await exists(outer), inner: await exists(inner) }, { outer: false, inner: false });
   });
 
-  it('begin() joins the transaction: an error in it rolls back the whole transaction, and the outer handle waits', async () => {
+  it('begin() joins the transaction: an error in it rolls all of it back, and the outer handle waits', async () => {
     const [outer, inner] = [email('joined-outer'), email('joined-inner')];
     const INNER = new Error('joined work fails');
     await assert.rejects(

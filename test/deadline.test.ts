@@ -16,7 +16,7 @@ describe('withDeadline()', () => {
     }
   });
 
-  it('rejects with DeadlineExceeded, counted as the database being unavailable, once the work takes longer', async () => {
+  it('rejects with DeadlineExceeded, counted as the database unavailable, once the work takes longer', async () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

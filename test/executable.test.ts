@@ -154,7 +154,7 @@ describe('the single executable', {
     assert.equal(await stop(server), 0);
   });
 
-  it('makes a token with its tool that the server accepts after a restart, and stops on SIGTERM with exit 0', async () => {
+  it('makes a token with its tool that the server accepts after a restart; stops on SIGTERM with exit 0', async () => {
     const users = await tool('token', 'create', '--user', '1', '--scopes', 'users:read');
     assert.equal(users.status, 0, users.err);
     const token = users.out.trim();

@@ -79,7 +79,8 @@ describe('ClaimIdempotencyKey', () => {
 
   it('finds no result for a key older than 24 hours', async () => {
     await store('expired', db);
-    await db.sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE user_id = ${alice.id} AND key = 'expired'`;
+    await db.sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours'
+      WHERE user_id = ${alice.id} AND key = 'expired'`;
     await rolledBack(async (tx) => {
       assert.deepEqual(await claim('expired', tx), { locked: true, ...NOTHING });
     });
@@ -143,16 +144,17 @@ describe('ClaimIdempotencyKey', () => {
     const repeat = db.sql.begin(async (tx) => {
       const [row] = await tx.unsafe<(Claim & { seen_by_statement: number })[]>(
         `WITH s AS MATERIALIZED (SELECT $1::bigint AS user_id, pg_sleep(1) AS slept)
-         SELECT c.*, (SELECT count(*)::int FROM idempotency_keys k WHERE k.user_id = s.user_id AND k.key = $2) AS seen_by_statement
+         SELECT c.*,
+                (SELECT count(*)::int FROM idempotency_keys k WHERE k.user_id = s.user_id AND k.key = $2)
+                  AS seen_by_statement
          FROM s CROSS JOIN LATERAL idempotency_claim(s.user_id, $2) c`,
         [alice.id, 'race'],
       );
       return row!;
     });
     for (;;) {
-      const [active] = await db.sql<
-        { n: number }[]
-      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
+      const [active] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE state = 'active' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
       if (active!.n > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }

@@ -84,7 +84,7 @@ const WHERE_PART = /^(o\.customer_id = \$\d+|o\.status = \$\d+|o\.total >= \$\d+
 const ORDER_PART = /^o\.(id|status|created_at|updated_at|total) (ASC|DESC)$/;
 
 describe('parseListQuery() with the orders spec, on random query strings', () => {
-  it('accepts exactly the valid ones, building SQL from whitelisted parts only, and names each bad parameter otherwise', () => {
+  it('accepts exactly the valid ones, building SQL from whitelisted parts only; else names each bad parameter', () => {
     fc.assert(
       fc.property(pairs, fc.option(fc.integer({ min: 1, max: 1000 }), { nil: undefined }), (given, owner) => {
         const search = new URLSearchParams();

@@ -153,8 +153,10 @@ describe('paginationLinks()', () => {
   it('links first, prev, next and last, keeping the other parameters', () => {
     assert.equal(
       paginationLinks(url, 2, 4),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="prev", ' +
-        '</v1/products?sort=-id&pageSize=5&page=3>; rel="next", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
+      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
+        '</v1/products?sort=-id&pageSize=5&page=1>; rel="prev", ' +
+        '</v1/products?sort=-id&pageSize=5&page=3>; rel="next", ' +
+        '</v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
     );
   });
   it('has no prev on the first page and no next on the last', () => {
@@ -166,7 +168,9 @@ describe('paginationLinks()', () => {
   it('points prev at the last page from a page past it', () => {
     assert.equal(
       paginationLinks(url, 9, 4),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=4>; rel="prev", </v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
+      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
+        '</v1/products?sort=-id&pageSize=5&page=4>; rel="prev", ' +
+        '</v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
     );
   });
   it('adds page when the request had none', () => {

@@ -16,7 +16,10 @@ function child(body: string): Promise<{ code: number | null; stdout: string; std
   const script = `import { createLogger } from ${JSON.stringify(LOG_MODULE)};
 const writes = [];
 const write = process.stdout.write.bind(process.stdout);
-process.stdout.write = (chunk, ...rest) => { writes.push(String(chunk).split('\\n').length - 1); return write(chunk, ...rest); };
+process.stdout.write = (chunk, ...rest) => {
+  writes.push(String(chunk).split('\\n').length - 1);
+  return write(chunk, ...rest);
+};
 const log = createLogger('info');
 ${body}`;
   return new Promise((resolve) => {
@@ -33,7 +36,7 @@ const lines = (stdout: string) =>
     .map((l) => JSON.parse(l) as { message: string; n?: number });
 
 describe('createLogger()', () => {
-  it('writes each line as JSON.stringify({ time, level, message, ...fields }) would, and drops lines below its level', () => {
+  it('writes a line as JSON.stringify({ time, level, message, ...fields }) would; drops lines below its level', () => {
     const lines: string[] = [];
     const log = createLogger('info', (line) => lines.push(line));
     log.debug('hidden');

@@ -61,7 +61,10 @@ describe('the service process', {
     assert.equal(status, 1);
     assert.match(
       err,
-      /^orders: the embedded database in .* is in use by process \d+; stop it first \(PGlite serves one process at a time\)\n$/,
+      new RegExp(
+        String.raw`^orders: the embedded database in .* is in use by process \d+; ` +
+          String.raw`stop it first \(PGlite serves one process at a time\)\n$`,
+      ),
     );
   });
 

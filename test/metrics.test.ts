@@ -19,7 +19,7 @@ const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const TOKEN = 'metrics-token-0123456789abcdef';
 
 /** The value of the sample `name` + `labelText` in `text`; `undefined` when absent. */
-function valueOf(text: string, name: string, labelText = ''): number | undefined {
+function sampleValue(text: string, name: string, labelText = ''): number | undefined {
   const prefix = `${name}${labelText} `;
   const line = text.split('\n').find((l) => l.startsWith(prefix));
   return line === undefined ? undefined : Number(line.slice(prefix.length));
@@ -68,28 +68,32 @@ describe('createHttpMetrics()', () => {
     metrics.rateLimited('address');
     const buckets = (label: string, method: string, counts: number[], sum: number) =>
       [
-        ...counts.map(
-          (count, i) =>
-            `orders_http_request_duration_seconds_bucket{route="${label}",method="${method}",le="${i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i] : '+Inf'}"} ${count}\n`,
-        ),
+        ...counts.map((count, i) => {
+          const le = i < DURATION_BUCKETS.length ? DURATION_BUCKETS[i] : '+Inf';
+          const bucket = `route="${label}",method="${method}",le="${le}"`;
+          return `orders_http_request_duration_seconds_bucket{${bucket}} ${count}\n`;
+        }),
         `orders_http_request_duration_seconds_sum{route="${label}",method="${method}"} ${sum}\n`,
         `orders_http_request_duration_seconds_count{route="${label}",method="${method}"} ${counts.at(-1)}\n`,
       ].join('');
     assert.equal(
       metrics.render(),
       [
-        '# HELP orders_http_requests_total Requests answered, by route pattern, method and status (aborted: the client left before the answer).\n',
+        '# HELP orders_http_requests_total Requests answered, by route pattern, method and status ' +
+          '(aborted: the client left before the answer).\n',
         '# TYPE orders_http_requests_total counter\n',
         'orders_http_requests_total{route="/orders/{id}",method="GET",status="200"} 2\n',
         'orders_http_requests_total{route="/orders/{id}",method="GET",status="404"} 1\n',
         'orders_http_requests_total{route="unmatched",method="other",status="404"} 1\n',
         'orders_http_requests_total{route="/orders",method="POST",status="aborted"} 1\n',
-        "# HELP orders_http_request_duration_seconds Time from a request's arrival to its answer, by route pattern and method.\n",
+        "# HELP orders_http_request_duration_seconds Time from a request's arrival to its answer, " +
+          'by route pattern and method.\n',
         '# TYPE orders_http_request_duration_seconds histogram\n',
         //        1ms 2.5 5  10 25 50 .1 .25 .5 1  2.5 5  10 +Inf
         buckets('/orders/{id}', 'GET', [0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3], 30.024),
         buckets('unmatched', 'other', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 0.0005),
-        "# HELP orders_rate_limited_total Requests refused with 429, by the table that refused them (user: a token's user; address: a client address).\n",
+        '# HELP orders_rate_limited_total Requests refused with 429, by the table that refused them ' +
+          "(user: a token's user; address: a client address).\n",
         '# TYPE orders_rate_limited_total counter\n',
         'orders_rate_limited_total{limiter="user"} 0\n',
         'orders_rate_limited_total{limiter="address"} 1\n',
@@ -102,11 +106,11 @@ describe('createHttpMetrics()', () => {
     metrics.request('/x', 'GET', 200, 0.005);
     const text = metrics.render();
     assert.equal(
-      valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.0025"}'),
+      sampleValue(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.0025"}'),
       0,
     );
     assert.equal(
-      valueOf(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.005"}'),
+      sampleValue(text, 'orders_http_request_duration_seconds_bucket', '{route="/x",method="GET",le="0.005"}'),
       1,
     );
   });
@@ -154,7 +158,7 @@ describe('GET /metrics on the real server', () => {
   });
 
   it("gives the event log's age as 0 while it holds no event", async () => {
-    assert.equal(valueOf(await scrape(), 'orders_event_log_oldest_event_age_seconds'), 0);
+    assert.equal(sampleValue(await scrape(), 'orders_event_log_oldest_event_age_seconds'), 0);
   });
 
   it('answers in the text format 0.0.4, never cached, outside the versions', async () => {
@@ -176,7 +180,7 @@ describe('GET /metrics on the real server', () => {
     for (let i = 0; i < 2; i++) assert.equal((await t.fetch('/v2/products/999999')).status, 404);
     const now = await scrape();
     const delta = (name: string, labelText: string) =>
-      (valueOf(now, name, labelText) ?? 0) - (valueOf(before, name, labelText) ?? 0);
+      (sampleValue(now, name, labelText) ?? 0) - (sampleValue(before, name, labelText) ?? 0);
     assert.equal(delta('orders_http_requests_total', ok), 7);
     assert.equal(delta('orders_http_requests_total', missing), 2);
     assert.equal(delta('orders_http_request_duration_seconds_count', timed), 9);
@@ -188,7 +192,7 @@ describe('GET /metrics on the real server', () => {
     // Buckets are cumulative.
     const counts = [...DURATION_BUCKETS.map(String), '+Inf'].map(
       (le) =>
-        valueOf(
+        sampleValue(
           now,
           'orders_http_request_duration_seconds_bucket',
           `{route="/products/{id}",method="GET",le="${le}"}`,
@@ -199,7 +203,9 @@ describe('GET /metrics on the real server', () => {
       [...counts].sort((a, b) => a - b),
     );
     // The scrapes count themselves, under their own pattern.
-    assert.ok((valueOf(now, 'orders_http_requests_total', '{route="/metrics",method="GET",status="200"}') ?? 0) >= 2);
+    assert.ok(
+      (sampleValue(now, 'orders_http_requests_total', '{route="/metrics",method="GET",status="200"}') ?? 0) >= 2,
+    );
   });
 
   it('never labels with an id, a token or a raw path', async () => {
@@ -211,17 +217,25 @@ describe('GET /metrics on the real server', () => {
     assert.equal((await fetch(`${t.url}/v1/orders/9876`, { method: 'OPTIONS' })).status, 204);
     assert.equal((await fetch(`${t.url}/v1/orders/9876`, { method: 'PROPFIND' })).status, 405);
     const text = await scrape();
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="GET",status="404"}'), 1);
     assert.equal(
-      valueOf(text, 'orders_http_requests_total', '{route="/users/{id}/orders",method="GET",status="404"}'),
+      sampleValue(text, 'orders_http_requests_total', '{route="/orders/{id}",method="GET",status="404"}'),
       1,
     );
     assert.equal(
-      valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="OPTIONS",status="204"}'),
+      sampleValue(text, 'orders_http_requests_total', '{route="/users/{id}/orders",method="GET",status="404"}'),
       1,
     );
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/orders/{id}",method="other",status="405"}'), 1);
-    assert.ok((valueOf(text, 'orders_http_requests_total', '{route="unmatched",method="GET",status="404"}') ?? 0) >= 1);
+    assert.equal(
+      sampleValue(text, 'orders_http_requests_total', '{route="/orders/{id}",method="OPTIONS",status="204"}'),
+      1,
+    );
+    assert.equal(
+      sampleValue(text, 'orders_http_requests_total', '{route="/orders/{id}",method="other",status="405"}'),
+      1,
+    );
+    assert.ok(
+      (sampleValue(text, 'orders_http_requests_total', '{route="unmatched",method="GET",status="404"}') ?? 0) >= 1,
+    );
     // Sample values may hold any digits; the label sets must not.
     const labelSets = [...text.matchAll(/\{[^}]*\}/g)].map((m) => m[0]).join('\n');
     for (const leak of ['123', '4567', '9876', 'secret-path']) assert.ok(!labelSets.includes(leak), leak);
@@ -253,25 +267,25 @@ describe('GET /metrics on the real server', () => {
     let text = await scrape();
     for (
       const deadline = Date.now() + 10_000;
-      valueOf(text, 'orders_webhook_deliveries', '{status="failed"}') !== 1 && Date.now() < deadline;
+      sampleValue(text, 'orders_webhook_deliveries', '{status="failed"}') !== 1 && Date.now() < deadline;
     )
       text = await scrape();
-    assert.equal(valueOf(text, 'orders_webhook_deliveries', '{status="failed"}'), 1);
-    assert.equal(valueOf(text, 'orders_webhook_deliveries', '{status="pending"}'), 1);
-    assert.equal(valueOf(text, 'orders_metrics_database_success'), 1);
-    const age = valueOf(text, 'orders_event_log_oldest_event_age_seconds') as number;
+    assert.equal(sampleValue(text, 'orders_webhook_deliveries', '{status="failed"}'), 1);
+    assert.equal(sampleValue(text, 'orders_webhook_deliveries', '{status="pending"}'), 1);
+    assert.equal(sampleValue(text, 'orders_metrics_database_success'), 1);
+    const age = sampleValue(text, 'orders_event_log_oldest_event_age_seconds') as number;
     assert.ok(age > 0 && age < 60, String(age));
   });
 
   it('gives the pool and the process figures', async () => {
     const text = await scrape();
-    assert.equal(valueOf(text, 'orders_db_pool_max_connections'), t.database.real ? 10 : 1);
+    assert.equal(sampleValue(text, 'orders_db_pool_max_connections'), t.database.real ? 10 : 1);
     // The webhook worker polls all the while: exact figures are the next describe's, on a quiet pool.
-    assert.ok([0, 1].includes(valueOf(text, 'orders_db_pool_connections_in_use') as number));
-    assert.ok((valueOf(text, 'orders_db_pool_queries_waiting') as number) >= 0);
-    assert.ok((valueOf(text, 'process_resident_memory_bytes') as number) > 10_000_000);
-    assert.ok((valueOf(text, 'process_cpu_seconds_total') as number) > 0);
-    const start = valueOf(text, 'process_start_time_seconds') as number;
+    assert.ok([0, 1].includes(sampleValue(text, 'orders_db_pool_connections_in_use') as number));
+    assert.ok((sampleValue(text, 'orders_db_pool_queries_waiting') as number) >= 0);
+    assert.ok((sampleValue(text, 'process_resident_memory_bytes') as number) > 10_000_000);
+    assert.ok((sampleValue(text, 'process_cpu_seconds_total') as number) > 0);
+    const start = sampleValue(text, 'process_start_time_seconds') as number;
     assert.ok(start <= Date.now() / 1000 && start > Date.now() / 1000 - 3600, String(start));
   });
 
@@ -327,9 +341,9 @@ describe('GET /metrics with METRICS_TOKEN and a rate limit', () => {
     assert.equal(limited.status, 429);
     // The right token still gets its figures, and they count the refusal.
     const text = await (await fetch(`${t.url}/metrics`, { headers: bearer(TOKEN) })).text();
-    assert.equal(valueOf(text, 'orders_rate_limited_total', '{limiter="address"}'), 1);
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="401"}'), 2);
-    assert.equal(valueOf(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="429"}'), 1);
+    assert.equal(sampleValue(text, 'orders_rate_limited_total', '{limiter="address"}'), 1);
+    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="401"}'), 2);
+    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="429"}'), 1);
   });
 
   it('counts a user\'s refusals under limiter="user"', async () => {
@@ -338,7 +352,7 @@ describe('GET /metrics with METRICS_TOKEN and a rate limit', () => {
     for (let i = 0; i < 3; i++) statuses.push((await t.fetch('/v2/orders', { headers: bearer(who.token) })).status);
     assert.deepEqual(statuses, [200, 200, 429]);
     const text = await (await fetch(`${t.url}/metrics`, { headers: bearer(TOKEN) })).text();
-    assert.equal(valueOf(text, 'orders_rate_limited_total', '{limiter="user"}'), 1);
+    assert.equal(sampleValue(text, 'orders_rate_limited_total', '{limiter="user"}'), 1);
   });
 });
 
@@ -381,8 +395,8 @@ describe('GET /metrics while the pool is busy', () => {
       })
     ).json();
     const idle = await (await fetch(`${t.url}/metrics`)).text();
-    assert.equal(valueOf(idle, 'orders_db_pool_connections_in_use'), 0);
-    assert.equal(valueOf(idle, 'orders_db_pool_queries_waiting'), 0);
+    assert.equal(sampleValue(idle, 'orders_db_pool_connections_in_use'), 0);
+    assert.equal(sampleValue(idle, 'orders_db_pool_queries_waiting'), 0);
     const paying = t.fetch('/v1/payments', {
       method: 'POST',
       headers: { ...bearer(who.token), 'content-type': 'application/json', 'idempotency-key': 'metrics-pool' },
@@ -394,16 +408,16 @@ describe('GET /metrics while the pool is busy', () => {
     const elapsed = performance.now() - started;
     const text = await response.text();
     assert.equal(response.status, 200);
-    assert.equal(valueOf(text, 'orders_db_pool_max_connections'), 1);
-    assert.equal(valueOf(text, 'orders_db_pool_connections_in_use'), 1);
-    assert.equal(valueOf(text, 'orders_db_pool_queries_waiting'), 0);
-    assert.equal(valueOf(text, 'orders_metrics_database_success'), 0);
-    assert.equal(valueOf(text, 'orders_webhook_deliveries', '{status="pending"}'), undefined);
-    assert.equal(valueOf(text, 'orders_event_log_oldest_event_age_seconds'), undefined);
+    assert.equal(sampleValue(text, 'orders_db_pool_max_connections'), 1);
+    assert.equal(sampleValue(text, 'orders_db_pool_connections_in_use'), 1);
+    assert.equal(sampleValue(text, 'orders_db_pool_queries_waiting'), 0);
+    assert.equal(sampleValue(text, 'orders_metrics_database_success'), 0);
+    assert.equal(sampleValue(text, 'orders_webhook_deliveries', '{status="pending"}'), undefined);
+    assert.equal(sampleValue(text, 'orders_event_log_oldest_event_age_seconds'), undefined);
     assert.ok(elapsed >= 1_000 && elapsed < 3_000, `${elapsed} ms`);
     release();
     assert.equal((await paying).status, 201);
     const after = await (await fetch(`${t.url}/metrics`)).text();
-    assert.equal(valueOf(after, 'orders_metrics_database_success'), 1);
+    assert.equal(sampleValue(after, 'orders_metrics_database_success'), 1);
   });
 });

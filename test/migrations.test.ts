@@ -98,7 +98,11 @@ describe('migrate()', () => {
       assert.ok(error instanceof MigrationError);
       assert.match(
         error.message,
-        /^migration 9001_add_note\.sql was changed after it was applied \(applied as 9001_add_note\.sql with checksum [0-9a-f]{12}…, the file now has [0-9a-f]{12}…\); restore it and put the change in a new migration$/,
+        new RegExp(
+          String.raw`^migration 9001_add_note\.sql was changed after it was applied \(applied as 9001_add_note\.sql ` +
+            String.raw`with checksum [0-9a-f]{12}…, the file now has [0-9a-f]{12}…\); ` +
+            'restore it and put the change in a new migration$',
+        ),
       );
       return true;
     });

@@ -48,7 +48,8 @@ describe('negotiate()', () => {
       assert.equal(result.ok, false);
       assert.equal(
         !result.ok && result.detail,
-        `Nothing in Accept can be produced here (the path asks for version 1); this resource is available as ${JSON_}, ${V1}.`,
+        'Nothing in Accept can be produced here (the path asks for version 1); ' +
+          `this resource is available as ${JSON_}, ${V1}.`,
       );
       assert.equal(negotiate(V1, 2).ok, false);
     });

@@ -9,7 +9,10 @@ import { connect, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { createNodeServer } from '../src/http/node-adapter.ts';
 
-/** Sends `bytes` on a new connection and resolves when the server has closed it, or after `destroyAfterMs` closes it from this side. */
+/**
+ * Sends `bytes` on a new connection and resolves when the server has closed
+ * it, or after `destroyAfterMs` closes it from this side.
+ */
 async function exchange(port: number, bytes: string, destroyAfterMs?: number): Promise<void> {
   const socket = connect(port, '127.0.0.1');
   socket.on('error', () => {});

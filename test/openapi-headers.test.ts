@@ -10,10 +10,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { METHODS } from '../src/http/router.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
-import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document, walked generically as untyped JSON
+type Json = Record<string, any>;
 
 /** Fields of any HTTP message, which the document does not repeat per response. */
 const GENERIC = new Set(['content-length', 'content-type', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
@@ -320,7 +321,7 @@ describe('the headers of a 429', () => {
 describe('the headers of a 410, a 503 and a CORS preflight', () => {
   let database: TestDatabase;
   let link: DatabaseProxy;
-  let proxy: Proxy;
+  let proxy: TcpProxy;
   let t: TestServer;
 
   before(async () => {

@@ -50,7 +50,8 @@ type Count = [customerId: number, status: string, n: number];
 async function keptAndCounted(on: Queryable): Promise<{ kept: Count[]; counted: Count[] }> {
   const [row] = await on.unsafe<{ kept: Count[]; counted: Count[] }[]>(`
     SELECT (SELECT coalesce(json_agg(json_build_array(customer_id, status, n) ORDER BY customer_id, status), '[]')
-            FROM (SELECT customer_id, status, sum(n)::int AS n FROM derived.order_counts GROUP BY 1, 2 HAVING sum(n) <> 0) AS k) AS kept,
+            FROM (SELECT customer_id, status, sum(n)::int AS n FROM derived.order_counts
+                  GROUP BY 1, 2 HAVING sum(n) <> 0) AS k) AS kept,
            (SELECT coalesce(json_agg(json_build_array(customer_id, status, n) ORDER BY customer_id, status), '[]')
             FROM (SELECT customer_id, status, count(*)::int AS n FROM orders GROUP BY 1, 2
                   UNION ALL
@@ -80,7 +81,8 @@ const pick = <T>(values: readonly T[], rnd: () => number): T => values[Math.floo
 // among those no other transaction holds: writers do not queue on the
 // orders' rows, so a wait or a deadlock can only come from the counts.
 const SOME_ORDERS = (limit: number, where = 'TRUE') =>
-  `(SELECT o.id FROM orders o WHERE ${where} AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id) ORDER BY random() LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+  `(SELECT o.id FROM orders o WHERE ${where} AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id)
+    ORDER BY random() LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
 
 /** One random change to the orders, in a statement of the kind the service's or an operator's would be. */
 async function change(on: Queryable, rnd: () => number): Promise<void> {
@@ -93,7 +95,8 @@ async function change(on: Queryable, rnd: () => number): Promise<void> {
     const who = Array.from({ length: n }, customer);
     const what = Array.from({ length: n }, status);
     await on.unsafe(
-      `INSERT INTO orders (customer_id, status, currency, total) SELECT c, s, 'EUR', 10 FROM unnest($1::bigint[], $2::text[]) AS u (c, s)`,
+      `INSERT INTO orders (customer_id, status, currency, total)
+       SELECT c, s, 'EUR', 10 FROM unnest($1::bigint[], $2::text[]) AS u (c, s)`,
       [`{${who.join(',')}}`, `{${what.join(',')}}`],
     );
   } else if (kind < 0.45) {
@@ -175,7 +178,9 @@ describe('orderListSql()', () => {
     ['status=paid&customerId=7&minTotal=10', [3], 'ListOrders', undefined],
   ];
   for (const [qs, owners, list, totalWhere] of cases) {
-    it(`reads the total of ?${qs}${owners.length > 0 ? ` within customer ${owners[0]}'s orders` : ''} ${totalWhere ? `from the kept counts where ${totalWhere}` : 'by counting the orders'}`, () => {
+    const within = owners.length > 0 ? ` within customer ${owners[0]}'s orders` : '';
+    const how = totalWhere ? `from the kept counts where ${totalWhere}` : 'by counting the orders';
+    it(`reads the total of ?${qs}${within} ${how}`, () => {
       const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST);
       assert.ok(parsed.ok);
       const sql = orderListSql(parsed.value, owners);
@@ -201,7 +206,8 @@ describe('migration 0007', () => {
       >`INSERT INTO users (email, name) VALUES ('a@example.test', 'A'), ('b@example.test', 'B') RETURNING id`;
       await db.sql.unsafe(
         `INSERT INTO orders (customer_id, status, currency, total)
-                           SELECT $1::bigint + g % 2, (ARRAY['pending', 'paid', 'shipped'])[1 + g % 3], 'EUR', 1 FROM generate_series(1, 30) AS g`,
+         SELECT $1::bigint + g % 2, (ARRAY['pending', 'paid', 'shipped'])[1 + g % 3], 'EUR', 1
+         FROM generate_series(1, 30) AS g`,
         [users[0]!.id],
       );
       await migrate(
@@ -218,7 +224,7 @@ describe('migration 0007', () => {
 });
 
 describe('derived.order_counts', () => {
-  it('stays exact through random changes, rolled-back savepoints and rolled-back transactions on one connection', async () => {
+  it('stays exact through random changes and rolled-back savepoints and transactions on one connection', async () => {
     const db = t.server.db;
     await assertExact(db.sql, 'before any change');
     const rnd = random(12);
@@ -242,7 +248,7 @@ describe('derived.order_counts', () => {
       await pool.close();
     });
 
-    it('agrees with count(*) in every snapshot while 12 connections and HTTP clients change orders, and at the end', async (test) => {
+    it('equals count(*) in each snapshot as 12 connections and HTTP clients change orders, and after', async (test) => {
       let writing = true;
       const outcomes: Outcome[] = [];
       const writers = Array.from({ length: 12 }, async (_, w) => {
@@ -291,12 +297,14 @@ describe('derived.order_counts', () => {
       const stripes = await pool.sql<
         { n: number }[]
       >`SELECT count(DISTINCT stripe)::int AS n FROM derived.order_counts`;
-      const summary = `${JSON.stringify(tally(outcomes))}, ${snapshots} snapshots checked, ${counted.length} groups, ${stripes[0]!.n} stripes written`;
+      const summary =
+        `${JSON.stringify(tally(outcomes))}, ${snapshots} snapshots checked, ` +
+        `${counted.length} groups, ${stripes[0]!.n} stripes written`;
       test.diagnostic(summary);
       assert.ok(snapshots >= 5 && tally(outcomes).committed! > 300 && tally(outcomes)['rolled back']! > 50, summary);
     });
 
-    it('on two connections of one stripe, opposite moves between the same counter rows wait for each other and never deadlock', async (test) => {
+    it("opposite moves of the same counter rows on one stripe's two connections wait, never deadlock", async (test) => {
       const stripeOf = async (db: Database) =>
         (await db.sql<{ s: number }[]>`SELECT (pg_backend_pid() % 64)::int AS s`)[0]!.s;
       const first = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 1 });
@@ -313,7 +321,8 @@ describe('derived.order_counts', () => {
         assert.ok(second, 'no second connection on the same stripe in 400 attempts');
         const customer = bob.id;
         await first.sql.unsafe(
-          `INSERT INTO orders (customer_id, status, currency, total) SELECT $1, s, 'EUR', 1 FROM unnest(ARRAY['pending', 'paid']) AS s, generate_series(1, 40)`,
+          `INSERT INTO orders (customer_id, status, currency, total)
+           SELECT $1, s, 'EUR', 1 FROM unnest(ARRAY['pending', 'paid']) AS s, generate_series(1, 40)`,
           [customer],
         );
         // Each transaction moves one order and holds its counter rows a while, so the other waits on them.
@@ -321,7 +330,8 @@ describe('derived.order_counts', () => {
           for (let i = 0; i < 40; i++) {
             await db.sql.begin(async (tx) => {
               await tx.unsafe(
-                'UPDATE orders SET status = $1 WHERE id = (SELECT id FROM orders WHERE customer_id = $2 AND status = $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)',
+                `UPDATE orders SET status = $1 WHERE id = (SELECT id FROM orders
+                   WHERE customer_id = $2 AND status = $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)`,
                 [to, customer, from],
               );
               await tx.unsafe('SELECT pg_sleep(0.002)');
@@ -458,15 +468,17 @@ describe('meta.total', () => {
 
   it('is read from the kept counts, not counted, when only status and customer filter', async () => {
     // Skew the kept count on purpose: the lists that read it show the skew, the counted one does not.
-    await t.server.db
-      .sql`UPDATE derived.order_counts SET n = n + 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
+    await t.server.db.sql`UPDATE derived.order_counts SET n = n + 1000
+      WHERE customer_id = 0 AND status = 'paid'
+        AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
     try {
       const paid = await count('status = $1', ['paid']);
       assert.equal((await get('/v1/orders?status=paid', admin)).meta.total, paid + 1000);
       assert.equal((await get('/v1/orders?status=paid&minTotal=0', admin)).meta.total, paid);
     } finally {
-      await t.server.db
-        .sql`UPDATE derived.order_counts SET n = n - 1000 WHERE customer_id = 0 AND status = 'paid' AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
+      await t.server.db.sql`UPDATE derived.order_counts SET n = n - 1000
+        WHERE customer_id = 0 AND status = 'paid'
+          AND stripe = (SELECT min(stripe) FROM derived.order_counts WHERE customer_id = 0 AND status = 'paid')`;
     }
     await assertExact(t.server.db.sql, 'after the skew was undone');
   });
@@ -478,7 +490,8 @@ describe('TRUNCATE orders', () => {
     await db.sql`TRUNCATE orders CASCADE`;
     assert.deepEqual(await keptAndCounted(db.sql), { kept: [], counted: [] });
     assert.equal((await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM derived.order_counts`)[0]!.n, 0);
-    await db.sql`INSERT INTO orders (customer_id, status, currency, total) VALUES (${alice.id}, 'paid', 'EUR', 5), (${bob.id}, 'paid', 'EUR', 5)`;
+    await db.sql`INSERT INTO orders (customer_id, status, currency, total)
+      VALUES (${alice.id}, 'paid', 'EUR', 5), (${bob.id}, 'paid', 'EUR', 5)`;
     assert.deepEqual(await assertExact(db.sql, 'after TRUNCATE and INSERT'), [
       [0, 'paid', 2],
       [alice.id, 'paid', 1],

@@ -65,7 +65,7 @@ describe('a keyed POST /orders', () => {
       assert.equal((await t.fetch('/v1/orders', { headers: bearer(account.token) })).status, 200);
   });
 
-  it('runs 7 statements when it creates an order: the key claimed in one, the order with its items in one, the order read back with its event in one', async () => {
+  it('runs 7 statements to create an order: key claim, order with items, read-back with event: one each', async () => {
     const expected = [
       'begin',
       'ClaimIdempotencyKey',

@@ -49,11 +49,17 @@ describe('ORDER_FORMAT', () => {
     assert.equal(ORDER_FORMAT, 1);
     assert.equal(
       JSON.stringify(orderRepresentation(row, 1)),
-      '{"id":7,"customerId":3,"status":"pending","currency":"EUR","total":49.9,"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":12.5},{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":24.9}],"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
+      '{"id":7,"customerId":3,"status":"pending","currency":"EUR","total":49.9,' +
+        '"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":12.5},' +
+        '{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":24.9}],' +
+        '"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
     );
     assert.equal(
       JSON.stringify(orderRepresentation(row, 2)),
-      '{"id":7,"customerId":3,"status":"pending","total":{"amount":"49.90","currency":"EUR"},"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":{"amount":"12.50","currency":"EUR"}},{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":{"amount":"24.90","currency":"EUR"}}],"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
+      '{"id":7,"customerId":3,"status":"pending","total":{"amount":"49.90","currency":"EUR"},' +
+        '"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":{"amount":"12.50","currency":"EUR"}},' +
+        '{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":{"amount":"24.90","currency":"EUR"}}],' +
+        '"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
     );
   });
 });

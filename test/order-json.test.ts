@@ -34,12 +34,15 @@ async function insertOrder(
   const total = prices.reduce((sum, p, i) => sum + Math.round(Number(p) * 100) * (i + 1), 0) / 100;
   const [order] = await sql<{ id: number }[]>`
     INSERT INTO orders (customer_id, status, currency, total, created_at, updated_at)
-    VALUES (${alice.id}, ${status}, 'EUR', ${total.toFixed(2)}::numeric, ${createdAt}::timestamptz, ${updatedAt}::timestamptz)
+    VALUES (${alice.id}, ${status}, 'EUR', ${total.toFixed(2)}::numeric,
+            ${createdAt}::timestamptz, ${updatedAt}::timestamptz)
     RETURNING id`;
   for (const [i, price] of prices.entries()) {
     const [product] = await sql<{ id: number }[]>`
-      INSERT INTO products (sku, name, price, currency) VALUES (${`JSON-${order!.id}-${i}`}, 'Test', ${price}::numeric, 'EUR') RETURNING id`;
-    await sql`INSERT INTO order_items (order_id, product_id, qty, unit_price) VALUES (${order!.id}, ${product!.id}, ${i + 1}, ${price}::numeric)`;
+      INSERT INTO products (sku, name, price, currency)
+      VALUES (${`JSON-${order!.id}-${i}`}, 'Test', ${price}::numeric, 'EUR') RETURNING id`;
+    await sql`INSERT INTO order_items (order_id, product_id, qty, unit_price)
+      VALUES (${order!.id}, ${product!.id}, ${i + 1}, ${price}::numeric)`;
   }
   // The item triggers touched the row: put the times back as asked.
   await sql`UPDATE orders SET created_at = ${createdAt}::timestamptz WHERE id = ${order!.id}`;

@@ -132,13 +132,14 @@ describe('GET /', () => {
 });
 
 describe('GET /docs', () => {
-  it('answers the HTML page of the reference without a token, with a Content-Security-Policy of this origin only', async () => {
+  it("answers the reference's HTML page without a token, with a same-origin-only Content-Security-Policy", async () => {
     const response = await get('/docs');
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'text/html; charset=utf-8');
     assert.equal(
       response.headers.get('content-security-policy'),
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     assert.equal(response.headers.get('content-security-policy'), DOCS_CSP);
     assert.equal(response.headers.get('cache-control'), 'public, max-age=60');
@@ -176,7 +177,7 @@ describe('GET /docs/{file}', () => {
     ['favicon-32x32.png', 'image/png'],
   ];
   for (const [name, type] of files) {
-    it(`serves ${name} from the installed swagger-ui-dist, byte for byte, as ${type}, cacheable with a strong ETag`, async () => {
+    it(`serves ${name} byte for byte from installed swagger-ui-dist as ${type}, cacheable, strong ETag`, async () => {
       const expected = readFileSync(join(PACKAGE, name));
       const response = await get(`/docs/${name}`);
       assert.equal(response.status, 200);
@@ -192,7 +193,7 @@ describe('GET /docs/{file}', () => {
     });
   }
 
-  it('serves init.js, which starts Swagger UI on /openapi.json with no validator and no query configuration', async () => {
+  it('serves init.js, which starts Swagger UI on /openapi.json, no validator and no query configuration', async () => {
     const response = await get('/docs/init.js');
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'text/javascript; charset=utf-8');
@@ -235,7 +236,7 @@ describe('GET /docs/{file}', () => {
 });
 
 describe('the OpenAPI document', () => {
-  it('documents /, /docs, /docs/{file} and /problems/{slug}, each with a summary and a description, public', async () => {
+  it('documents /, /docs, /docs/{file} and /problems/{slug}, each with a summary and description, public', async () => {
     const document = (await (await get('/openapi.json')).json()) as {
       paths: Record<
         string,
@@ -266,7 +267,7 @@ const EXECUTABLE = process.env.ORDERS_EXECUTABLE ?? new URL('../dist/orders', im
 describe('the single executable', {
   skip: existsSync(EXECUTABLE) ? false : `${EXECUTABLE} is missing: make build makes it (make test runs make build)`,
 }, () => {
-  it('serves /docs and its files from its own assets, copied alone into an empty folder, with no node and no node_modules', async () => {
+  it('serves /docs and its files from its own assets, alone in an empty folder: no node, no node_modules', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'orders-docs-'));
     const emptyBin = mkdtempSync(join(tmpdir(), 'orders-docs-bin-'));
     const program = join(folder, 'orders');

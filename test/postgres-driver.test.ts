@@ -11,12 +11,12 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
-import { proxyToDatabase, type DatabaseProxy, type Proxy } from './support/proxy.ts';
+import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
 import { FIXES } from '../scripts/patch-postgres.mjs';
 
 let database: TestDatabase;
 let link: DatabaseProxy;
-let proxy: Proxy;
+let proxy: TcpProxy;
 let url: string;
 
 before(async () => {
@@ -49,7 +49,7 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     }
   });
 
-  it('a transaction whose connection closed fails its next statement with CONNECTION_CLOSED, and never runs it on the next session', async () => {
+  it('a transaction whose connection closed fails its next statement (CONNECTION_CLOSED), never rerun', async () => {
     const sql = postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0 });
     try {
       const inside = signal();
@@ -188,7 +188,7 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
         }),
     ],
   ] as const) {
-    it(`${fault} while a new connection loads its array types leaves the process running, and the next query runs`, async () => {
+    it(`${fault} as a new connection loads its array types: the process survives, the next query runs`, async () => {
       const { sql } = pool({
         onWrite: (socket, index, chunk) => {
           if (index !== 0 || !chunk.includes('typcategory')) return false;
@@ -237,8 +237,8 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     }
   });
 
-  it('stall_timeout: a connection that hears nothing while an answer is due is dropped, even as more statements are sent', async () => {
-    const { sql, sockets } = pool({ stall_timeout: 0.5 });
+  it('stall_timeout drops a connection silent while an answer is due, even as more statements are sent', async () => {
+    const { sql } = pool({ stall_timeout: 0.5 });
     try {
       assert.deepEqual([...(await sql`SELECT 1 AS one`)], [{ one: 1 }]);
       proxy.blackhole();

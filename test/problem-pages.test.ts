@@ -115,7 +115,7 @@ describe('GET /problems/<slug>', () => {
       const title = PROBLEM_TITLES[slug];
       const statusLine = `HTTP ${text.statuses.length === 1 ? 'status' : 'statuses'} ${text.statuses.join(', ')}.`;
 
-      it('is HTML by default: a self-contained page, public, Vary: Accept, with a Content-Security-Policy', async () => {
+      it('is HTML by default: a self-contained page, public, Vary: Accept, a Content-Security-Policy', async () => {
         const response = await get(`/problems/${slug}`);
         assert.equal(response.status, 200);
         assert.equal(response.headers.get('content-type'), 'text/html; charset=utf-8');

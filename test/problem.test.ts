@@ -23,7 +23,8 @@ describe('problemResponse()', () => {
     assert.equal(response.headers.get('cache-control'), 'no-store');
     assert.equal(
       await response.text(),
-      '{"type":"/problems/not-found","title":"Resource not found","status":404,"detail":"There is no order 7.","instance":"/v1/orders/7","requestId":"req-1"}',
+      '{"type":"/problems/not-found","title":"Resource not found","status":404,"detail":"There is no order 7.",' +
+        '"instance":"/v1/orders/7","requestId":"req-1"}',
     );
   });
 

@@ -38,7 +38,7 @@ describe('shutdown on SIGTERM', () => {
     return socket;
   };
 
-  it('exits 0 within 1 s with nothing in flight: one keep-alive connection idle after a request, one that has sent nothing yet', async () => {
+  it('exits 0 within 1 s, nothing in flight: a keep-alive connection idle after a request, one unused', async () => {
     const s = await start();
     // A browser's pre-connection: open, no request yet.
     const silent = await openSocket(s);
@@ -63,11 +63,12 @@ describe('shutdown on SIGTERM', () => {
     assert.ok(elapsed < EXIT_WITHIN_MS, `exited ${Math.round(elapsed)} ms after SIGTERM`);
   });
 
-  it('lets a request in flight finish, closes its keep-alive connection after the response, and exits within 1 s of it', async () => {
+  it('lets a request in flight finish, then closes its keep-alive connection and exits within 1 s of it', async () => {
     const s = await start();
     const socket = await openSocket(s);
     socket.write(
-      'POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n',
+      'POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\n' +
+        'Expect: 100-continue\r\n\r\n',
     );
     // "100 Continue": the server has parsed the request head, so it is in flight.
     const [continued] = (await once(socket, 'data')) as [Buffer];

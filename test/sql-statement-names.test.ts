@@ -131,6 +131,7 @@ describe('SQL statement names', () => {
       "  count?: 'CountG'",
       '}',
       "connection.unsafe(db.statement('Stmt').text, [key]);",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: source text for the scanner, a template literal in it
       "const text = `${await db.one<Parameters<typeof f>[0]>('InTemplate')}`;",
       "// db.one('Commented');",
       "const s = \"db.one('InString')\"; const re = /db.one('InRegex')/;",

@@ -54,13 +54,7 @@ describe('parseAuthorization()', () => {
 
 describe('isWellFormedToken()', () => {
   it('refuses other shapes', () => {
-    for (const t of [
-      'ord_',
-      'ord_short',
-      `xyz_${'a'.repeat(43)}`,
-      `ord_${'a'.repeat(44)}`,
-      `ord_${'a'.repeat(42)}=`,
-    ]) {
+    for (const t of ['ord_', 'ord_short', `xyz_${'a'.repeat(43)}`, `ord_${'a'.repeat(44)}`, `ord_${'a'.repeat(42)}=`]) {
       assert.equal(isWellFormedToken(t), false, t);
     }
   });

@@ -247,7 +247,7 @@ const attemptLines = (deliveryId: number) =>
     .map(({ level, status, outcome, error }) => ({ level, status, outcome, error }));
 
 describe('a webhook receiver that never answers', () => {
-  it('has its attempt ended and recorded as failed by the time-out, with full garbage collections running', async () => {
+  it('has its attempt ended and recorded as failed by the time-out, amid full garbage collections', async () => {
     const receiver = await startFakeReceiver(() => {});
     const id = await fast.endpoint(receiver.url, ['user.created']);
     try {
@@ -300,7 +300,9 @@ async function deliverToEach(
     await fast.createOrder();
     const outcomes = await Promise.all(ids.map((id) => recorded(id)));
     ctx.diagnostic(
-      `attempts ended after ${outcomes.map((delivery, i) => `${delivery.attemptLog[0]?.durationMs} ms (${cases[i]!.name})`).join(', ')}`,
+      `attempts ended after ${outcomes
+        .map((delivery, i) => `${delivery.attemptLog[0]?.durationMs} ms (${cases[i]!.name})`)
+        .join(', ')}`,
     );
     for (const [i, c] of cases.entries()) {
       const delivery = outcomes[i]!;
@@ -394,7 +396,7 @@ describe('a webhook receiver that answers 2xx, then misbehaves with the body', (
     },
   ];
 
-  it('has each attempt recorded as delivered (its status, no error) once the head arrives, well before the time-out, and the connection dropped', async (ctx) => {
+  it('records each attempt delivered (status, no error) at the head, well before time-out; hangs up', async (ctx) => {
     await deliverToEach(cases, 'delivered', ctx);
   });
 });
@@ -448,7 +450,7 @@ describe('a webhook receiver that answers another status in a hostile way', () =
     },
   ];
 
-  it('ends every attempt by its time-out or the 64 KiB cap (or sooner), follows no redirect, and records it as failed', async (ctx) => {
+  it('ends each attempt by time-out or 64 KiB cap (or sooner), follows no redirect, records it failed', async (ctx) => {
     await deliverToEach(cases, 'failed', ctx);
   });
 });
@@ -505,14 +507,15 @@ describe('a hung webhook receiver beside a healthy one', () => {
             ),
           );
           throw new Error(
-            `${(error as Error).message}; the deliveries each claim took since the test began: ${JSON.stringify(taken)}`,
+            `${(error as Error).message}; ` +
+              `the deliveries each claim took since the test began: ${JSON.stringify(taken)}`,
           );
         }
       },
     };
   };
 
-  it('gives the hung endpoint one attempt at a time, however many are due, and the healthy endpoint its deliveries at once', async (ctx) => {
+  it('gives a hung endpoint one attempt at a time, however many are due, the healthy one all at once', async (ctx) => {
     const hung = await startFakeReceiver(() => {});
     // The healthy receiver holds its answers until the test opens the gate, then answers 204.
     let openGate!: () => void;
@@ -563,7 +566,9 @@ describe('a hung webhook receiver beside a healthy one', () => {
       );
       const restMs = performance.now() - started;
       ctx.diagnostic(
-        `first healthy delivery ${Math.round(firstMs)} ms after its event, the other ${HEALTHY_DUE - 1} in ${Math.round(restMs)} ms, beside a hung attempt with ${HUNG_DUE - 1} more due`,
+        `first healthy delivery ${Math.round(firstMs)} ms after its event, ` +
+          `the other ${HEALTHY_DUE - 1} in ${Math.round(restMs)} ms, ` +
+          `beside a hung attempt with ${HUNG_DUE - 1} more due`,
       );
       assert.ok(
         restMs < QUEUED_WITHIN_MS,

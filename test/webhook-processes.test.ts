@@ -122,7 +122,8 @@ describe('webhook delivery across processes', {
       await receiver.waitFor(1);
       await server.close();
       const [delivery] = await db.sql<{ status: string; attempts: number; error: string }[]>`
-        SELECT d.status, d.attempts, a.error FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.endpoint_id = ${endpoint.id}`;
+        SELECT d.status, d.attempts, a.error
+        FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.endpoint_id = ${endpoint.id}`;
       assert.equal(delivery?.status, 'pending');
       assert.equal(delivery?.attempts, 1);
       assert.match(delivery?.error ?? '', /shutting down/);

@@ -11,7 +11,8 @@ WITH event AS (
 deliveries AS (
   INSERT INTO webhook_deliveries (endpoint_id, event_id)
   -- FOR KEY SHARE: an endpoint deleted meanwhile drops out instead of failing the change.
-  SELECT w.id, e.id FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
+  SELECT w.id, e.id
+  FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
   RETURNING id
 )
 SELECT id, (SELECT count(*) FROM deliveries) AS deliveries FROM event;
@@ -78,7 +79,8 @@ DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id;
 -- name: ListDeliveries :many
 -- The deliveries of one endpoint with their attempts. {{where}} always holds the endpoint.
 SELECT d.id, d.event_id, e.type AS event_type, d.status, d.attempts, d.next_attempt_at, d.created_at,
-       coalesce((SELECT json_agg(json_build_object('at', a.attempted_at, 'status', a.status, 'error', a.error, 'durationMs', a.duration_ms) ORDER BY a.id)
+       coalesce((SELECT json_agg(json_build_object('at', a.attempted_at, 'status', a.status, 'error', a.error,
+                                           'durationMs', a.duration_ms) ORDER BY a.id)
                  FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json) AS attempt_log,
        (SELECT count(*) FROM webhook_deliveries d WHERE {{where}}) AS total_count
 FROM webhook_deliveries d

@@ -46,7 +46,8 @@ SELECT o.revision,
                         (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
                         (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
                          FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                      (SELECT row_to_json(m) FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
+                                      (SELECT row_to_json(m)
+                                       FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
                                FROM order_items it WHERE it.order_id = o.id) i) AS items,
                         to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
                         to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r)
@@ -213,7 +214,8 @@ event AS (
            'total', jsonb_build_object('amount', o.total, 'currency', o.currency),
            'items', coalesce((SELECT jsonb_agg(jsonb_build_object(
                                 'id', i.id, 'orderId', i.order_id, 'productId', i.product_id, 'qty', i.qty,
-                                'unitPrice', jsonb_build_object('amount', i.unit_price::text, 'currency', o.currency)) ORDER BY i.id)
+                                'unitPrice', jsonb_build_object('amount', i.unit_price::text, 'currency', o.currency))
+                              ORDER BY i.id)
                               FROM order_items i WHERE i.order_id = o.id), '[]'::jsonb),
            'createdAt', to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
            'updatedAt', to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
@@ -223,7 +225,8 @@ event AS (
 deliveries AS (
   INSERT INTO webhook_deliveries (endpoint_id, event_id)
   -- FOR KEY SHARE: an endpoint deleted meanwhile drops out instead of failing the change.
-  SELECT w.id, e.id FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
+  SELECT w.id, e.id
+  FROM event e JOIN (SELECT id, events FROM webhook_endpoints FOR KEY SHARE) w ON e.type = ANY (w.events)
 )
 SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at, o.revision, o.items
 FROM o;

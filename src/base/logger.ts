@@ -59,7 +59,8 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
     // write it, without copying the fields into a new object first.
     const rest = fields === undefined ? '{}' : JSON.stringify(fields);
     write(
-      `{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}${rest === '{}' ? '}' : `,${rest.slice(1)}`}\n`,
+      `{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}` +
+        `${rest === '{}' ? '}' : `,${rest.slice(1)}`}\n`,
     );
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };

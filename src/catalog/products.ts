@@ -77,7 +77,8 @@ export const productRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'List the product catalog',
       description:
-        'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by shared caches (Cache-Control: public).',
+        'Every product, a page at a time, sorted by id or createdAt. Public: no token needed, and cacheable by ' +
+        'shared caches (Cache-Control: public).',
       success: { status: 200, schema: PRODUCT_PAGE },
       list: LIST,
     },
@@ -91,7 +92,8 @@ export const productRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a product',
       description:
-        'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount string and a currency). Public and cacheable by shared caches.',
+        'One product of the catalog with its price (version 1: a number and a currency; version 2: an amount ' +
+        'string and a currency). Public and cacheable by shared caches.',
       success: { status: 200, schema: PRODUCT },
     },
   },

@@ -26,7 +26,10 @@ export interface Config {
   readonly workers: number;
   /** `WEBHOOK_ALLOW_PRIVATE=1`: webhook targets may be private or loopback addresses (tests, local development). */
   readonly webhookAllowPrivate: boolean;
-  /** `CORS_ORIGINS` (contract §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at all. */
+  /**
+   * `CORS_ORIGINS` (contract §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at
+   * all.
+   */
   readonly corsOrigins?: CorsOrigins;
   /** `TRUST_PROXY` (contract §16): the reverse proxies whose forwarded client address is believed; absent: none. */
   readonly trustProxy?: readonly ProxyRange[];
@@ -156,7 +159,8 @@ function cors(env: Env): CorsOrigins | undefined {
     const origin = parseOrigin(entry);
     if (origin === undefined) {
       throw new ConfigError(
-        `CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or https, host, optional port, no path), got ${JSON.stringify(entry)}`,
+        'CORS_ORIGINS must be * or a comma-separated list of origins such as https://app.example.com (http or ' +
+          `https, host, optional port, no path), got ${JSON.stringify(entry)}`,
       );
     }
     origins.add(origin);
@@ -173,7 +177,8 @@ function proxies(env: Env): ProxyRange[] | undefined {
     const parsed = parseProxyEntry(entry);
     if (parsed === undefined) {
       throw new ConfigError(
-        `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`,
+        'TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, ' +
+          `2001:db8::/32) or loopback, got ${JSON.stringify(entry)}`,
       );
     }
     ranges.push(...parsed);

@@ -64,7 +64,9 @@ export interface Db {
   readonly pool: PoolUsage;
 }
 
-/** A handle bound to a transaction (or a savepoint): what a write that must commit with others takes, such as an event. */
+/**
+ * A handle bound to a transaction (or a savepoint): what a write that must commit with others takes, such as an event.
+ */
 export interface Tx extends Db {
   readonly transaction: true;
   /**

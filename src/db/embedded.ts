@@ -97,7 +97,8 @@ function lock(dir: string): () => void {
     const pid = Number(readFileSync(file, 'utf8').trim());
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
       throw new EmbeddedDatabaseError(
-        `the embedded database in ${dir} is in use by process ${pid}; stop it first (PGlite serves one process at a time)`,
+        `the embedded database in ${dir} is in use by process ${pid}; stop it first (PGlite serves one process ` +
+          'at a time)',
       );
     }
   }

@@ -62,8 +62,10 @@ export async function migrate(db: Database, migrations: readonly Migration[] = r
         if (previous) {
           if (previous.checksum !== migration.checksum || previous.name !== migration.name) {
             throw new MigrationError(
-              `migration ${migration.name} was changed after it was applied (applied as ${previous.name} with checksum ${previous.checksum.slice(0, 12)}…, ` +
-                `the file now has ${migration.checksum.slice(0, 12)}…); restore it and put the change in a new migration`,
+              `migration ${migration.name} was changed after it was applied (applied as ${previous.name} with ` +
+                `checksum ${previous.checksum.slice(0, 12)}…, ` +
+                `the file now has ${migration.checksum.slice(0, 12)}…); restore it and put the change in a new ` +
+                'migration',
             );
           }
           continue;

@@ -23,7 +23,10 @@ const inExecutable = sea.isSea();
 // Node 26's API (the executable is built with it); @types/node 20 lacks it.
 const assetKeys = (): string[] => (sea as typeof sea & { getAssetKeys(): string[] }).getAssetKeys();
 
-/** The asset key of `dir` (a folder under `sql/`), or `undefined` when it is not one or the program is not the single executable. */
+/**
+ * The asset key of `dir` (a folder under `sql/`), or `undefined` when it is not one or the program is not the single
+ * executable.
+ */
 function assetFolder(dir: string): string | undefined {
   if (!inExecutable) return undefined;
   const path = relative(SQL_DIR, dir);

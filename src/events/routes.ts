@@ -106,7 +106,8 @@ export const eventRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Read the event log',
       description:
-        'Events in commit-safe order after the cursor `after` (an event id); follow meta.next (or Link rel="next") to read on. A customer sees the events of their own resources.',
+        'Events in commit-safe order after the cursor `after` (an event id); follow meta.next (or Link ' +
+        'rel="next") to read on. A customer sees the events of their own resources.',
       success: { status: 200, schema: EVENT_PAGE },
       query: {
         after: { description: 'the id of the last event read; omit to start at the oldest kept', schema: ID_SCHEMA },

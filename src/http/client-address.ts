@@ -165,8 +165,9 @@ function unmapped(address: string): string {
  * `for` or one that cannot be parsed.
  *
  * ```ts
- * forwardedFor('for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711"'); // ['192.0.2.60', '[2001:db8:cafe::17]:4711']
- * forwardedFor('proto=https');                                             // [undefined]
+ * forwardedFor('for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711"');
+ * // ['192.0.2.60', '[2001:db8:cafe::17]:4711']
+ * forwardedFor('proto=https'); // [undefined]
  * ```
  */
 export function forwardedFor(field: string): (string | undefined)[] {

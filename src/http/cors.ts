@@ -119,7 +119,10 @@ export function preflightFields(origin: string, allow: string): [string, string]
   ];
 }
 
-/** The fields of any other answer (success, error or 304) to the allowed `origin`; `Vary: Origin` is the caller's to add. */
+/**
+ * The fields of any other answer (success, error or 304) to the allowed `origin`; `Vary: Origin` is the caller's to
+ * add.
+ */
 export function responseFields(origin: string): [string, string][] {
   return [
     ['access-control-allow-origin', origin],

@@ -17,7 +17,10 @@ const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json'
 export interface BodyOptions {
   /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
   readonly patch?: boolean;
-  /** The version the request is served in: a vendor type of the other version is refused (contract §8: placements must agree). */
+  /**
+   * The version the request is served in: a vendor type of the other version is refused (contract §8: placements must
+   * agree).
+   */
   readonly version?: Version;
 }
 
@@ -34,7 +37,9 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
   const vendor = /^application\/vnd\.orders\.v([12])\+json$/.exec(media);
   if (accepted && utf8 && vendor !== null && options.version !== undefined && Number(vendor[1]) !== options.version) {
     throw new HttpError(415, 'unsupported-media-type', {
-      detail: `Content-Type ${type} is a version ${vendor[1]} body, but the request is served in version ${options.version}.`,
+      detail:
+        `Content-Type ${type} is a version ${vendor[1]} body, but the request is served in version ` +
+        `${options.version}.`,
       ...(options.patch ? { headers: { 'accept-patch': ACCEPT_PATCH } } : {}),
     });
   }
@@ -74,7 +79,9 @@ export function parseJson(body: Uint8Array): unknown {
     throw new HttpError(400, 'malformed-json', { detail: 'The request body is empty; a JSON value is expected.' });
   if (jsonNesting(text) > MAX_JSON_DEPTH) {
     throw new HttpError(400, 'malformed-json', {
-      detail: `The request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most this service accepts.`,
+      detail:
+        `The request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most this ` +
+        'service accepts.',
     });
   }
   try {
@@ -165,6 +172,7 @@ function kindOf(value: unknown): string {
 }
 
 // U+0000 (PostgreSQL text cannot hold it) and UTF-16 halves without their pair.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what it looks for (PostgreSQL text refuses it)
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Strings (member names included) that no database column could store as sent. */

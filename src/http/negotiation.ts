@@ -80,9 +80,12 @@ export type Negotiated =
  * Chooses the version and `Content-Type` of the response.
  *
  * @example
- * negotiate(null, undefined)                              // { ok: true, version: 1, contentType: 'application/json' }
- * negotiate('application/vnd.orders.v2+json', undefined)  // { ok: true, version: 2, contentType: 'application/vnd.orders.v2+json' }
- * negotiate('application/vnd.orders.v2+json', 1).ok       // false: the placements disagree
+ * negotiate(null, undefined)
+ * // { ok: true, version: 1, contentType: 'application/json' }
+ * negotiate('application/vnd.orders.v2+json', undefined)
+ * // { ok: true, version: 2, contentType: 'application/vnd.orders.v2+json' }
+ * negotiate('application/vnd.orders.v2+json', 1).ok
+ * // false: the placements disagree
  */
 export function negotiate(accept: string | null, pathVersion: Version | undefined): Negotiated {
   // Clients send few distinct Accept values: the verdict of each is kept.
@@ -130,7 +133,9 @@ function decide(accept: string | null, pathVersion: Version | undefined): Negoti
       detail:
         ranges.length === 0
           ? `The Accept header has no valid media range; this resource is available as ${offered}.`
-          : `Nothing in Accept can be produced here${pathVersion === undefined ? '' : ` (the path asks for version ${pathVersion})`}; this resource is available as ${offered}.`,
+          : 'Nothing in Accept can be produced here' +
+            `${pathVersion === undefined ? '' : ` (the path asks for version ${pathVersion})`}; ` +
+            `this resource is available as ${offered}.`,
     };
   }
   return { ok: true, version: chosen.version, contentType: chosen.type };

@@ -219,7 +219,10 @@ export class IncomingRequest {
 // Every other member of Request reads the real one.
 delegateToReal(IncomingRequest, Request, ['method', 'url']);
 
-/** Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it can. */
+/**
+ * Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it
+ * can.
+ */
 export function fieldOf(request: Request, name: string): string | null {
   return (request as unknown) instanceof IncomingRequest
     ? (request as unknown as IncomingRequest).field(name)

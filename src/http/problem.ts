@@ -63,7 +63,10 @@ export function distinctErrors<E extends ProblemError>(errors: readonly E[]): E[
   });
 }
 
-/** The entries of `errors` a problem lists: each distinct one once, at most `MAX_PROBLEM_ERRORS`; and how many are left out. */
+/**
+ * The entries of `errors` a problem lists: each distinct one once, at most `MAX_PROBLEM_ERRORS`; and how many are left
+ * out.
+ */
 export function listedErrors<E extends ProblemError>(errors: readonly E[]): { listed: E[]; omitted: number } {
   const distinct = distinctErrors(errors);
   return { listed: distinct.slice(0, MAX_PROBLEM_ERRORS), omitted: Math.max(0, distinct.length - MAX_PROBLEM_ERRORS) };

@@ -37,7 +37,10 @@ class FieldMap implements Fields {
 
   constructor(init: HeadersInit) {
     if (init === undefined) return;
-    if (init instanceof Headers || init instanceof FieldMap) init.forEach((value, name) => this.append(name, value));
+    if (init instanceof Headers || init instanceof FieldMap)
+      init.forEach((value, name) => {
+        this.append(name, value);
+      });
     else if (Array.isArray(init))
       for (const [name, value] of init as Iterable<[string, string]>) this.append(name, value);
     else for (const [name, value] of Object.entries(init as Record<string, string>)) this.append(name, value);
@@ -90,7 +93,9 @@ export class BufferedResponse {
   get headers(): Headers {
     if (this.#headers === undefined) {
       const headers = new Headers();
-      this.#fields?.forEach((value, name) => headers.append(name, value));
+      this.#fields?.forEach((value, name) => {
+        headers.append(name, value);
+      });
       this.#headers = headers;
       this.#fields = undefined;
     }

@@ -147,7 +147,10 @@ function add<H>(root: Node<H>, route: Route<H>): void {
       if (VERSION_PREFIXES.has(segment) && node === root)
         throw new RouteDefinitionError(`${route.pattern} starts with a version segment`);
       let next = node.literal.get(segment);
-      if (next === undefined) node.literal.set(segment, (next = newNode()));
+      if (next === undefined) {
+        next = newNode();
+        node.literal.set(segment, next);
+      }
       node = next;
     }
   }

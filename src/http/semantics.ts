@@ -152,7 +152,9 @@ export function versionPolicy(
     refuseWhenSunset(path) {
       if (now() < config.v1SunsetAt.getTime()) return;
       throw new HttpError(410, 'version-sunset', {
-        detail: `Version 1 of this API was retired on ${sunset}; use version 2: ${successor(path)} (see docs/versioning.md).`,
+        detail:
+          `Version 1 of this API was retired on ${sunset}; use version 2: ${successor(path)} (see ` +
+          'docs/versioning.md).',
       });
     },
   };

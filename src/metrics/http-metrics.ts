@@ -80,15 +80,16 @@ export function createHttpMetrics(): HttpMetrics {
   const seriesOf = (pattern: string | undefined, method: string): MethodSeries => {
     const key = pattern ?? UNMATCHED;
     let route = routes.get(key);
-    if (route === undefined)
-      routes.set(key, (route = { label: pattern === undefined ? UNMATCHED : routeLabel(pattern), methods: new Map() }));
+    if (route === undefined) {
+      route = { label: pattern === undefined ? UNMATCHED : routeLabel(pattern), methods: new Map() };
+      routes.set(key, route);
+    }
     const name = METHODS.has(method) ? method : 'other';
     let series = route.methods.get(name);
-    if (series === undefined)
-      route.methods.set(
-        name,
-        (series = { statuses: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length + 1), sum: 0, count: 0 }),
-      );
+    if (series === undefined) {
+      series = { statuses: new Map(), buckets: new Float64Array(DURATION_BUCKETS.length + 1), sum: 0, count: 0 };
+      route.methods.set(name, series);
+    }
     return series;
   };
 
@@ -158,7 +159,8 @@ export function createHttpMetrics(): HttpMetrics {
         family(
           'orders_rate_limited_total',
           'counter',
-          "Requests refused with 429, by the table that refused them (user: a token's user; address: a client address).",
+          "Requests refused with 429, by the table that refused them (user: a token's user; address: a client " +
+            'address).',
           [
             sample('orders_rate_limited_total', labels({ limiter: 'user' }), refused.user),
             sample('orders_rate_limited_total', labels({ limiter: 'address' }), refused.address),

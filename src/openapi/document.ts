@@ -85,13 +85,15 @@ export function openApiPath(pattern: string): string {
 const HEADERS: Json = {
   ETag: {
     description:
-      'Strong, opaque entity tag of this representation (contract §9): of an order, from its revision, the API version and the media type; of anything else, from its exact bytes.',
+      'Strong, opaque entity tag of this representation (contract §9): of an order, from its revision, the API ' +
+      'version and the media type; of anything else, from its exact bytes.',
     schema: { type: 'string' },
   },
   Location: { description: 'The created resource.', schema: { type: 'string' } },
   Link: {
     description:
-      'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version", the same path under /v2.',
+      'RFC 8288 links: first, prev, next, last of a collection; on version 1 also rel="successor-version", the ' +
+      'same path under /v2.',
     schema: { type: 'string' },
   },
   'Cache-Control': {
@@ -101,7 +103,9 @@ const HEADERS: Json = {
   },
   Vary: {
     description:
-      "Accept on the versioned paths; Authorization where the answer depends on the caller; Origin on every answer once CORS_ORIGINS is set (a preflight's also Access-Control-Request-Method and -Headers). Absent when none applies.",
+      'Accept on the versioned paths; Authorization where the answer depends on the caller; Origin on every ' +
+      "answer once CORS_ORIGINS is set (a preflight's also Access-Control-Request-Method and -Headers). Absent " +
+      'when none applies.',
     schema: { type: 'string' },
   },
   'X-Request-Id': {
@@ -111,12 +115,14 @@ const HEADERS: Json = {
   },
   RateLimit: {
     description:
-      'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, errors included; absent when RATE_LIMIT=off.',
+      'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, ' +
+      'errors included; absent when RATE_LIMIT=off.',
     schema: { type: 'string' },
   },
   'RateLimit-Policy': {
     description:
-      'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors included; absent when RATE_LIMIT=off.',
+      'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors ' +
+      'included; absent when RATE_LIMIT=off.',
     schema: { type: 'string' },
   },
   Deprecation: { description: 'RFC 9745, on every version 1 response: @<unix seconds>.', schema: { type: 'string' } },
@@ -143,7 +149,9 @@ const HEADERS: Json = {
   },
   'Access-Control-Expose-Headers': {
     description:
-      "With CORS_ORIGINS set, on every answer to a listed origin but a preflight's: the fields a script may read (ETag, Location, Link, the rate-limit fields, Retry-After, Deprecation, Sunset, X-Request-Id, Idempotent-Replayed).",
+      "With CORS_ORIGINS set, on every answer to a listed origin but a preflight's: the fields a script may read " +
+      '(ETag, Location, Link, the rate-limit fields, Retry-After, Deprecation, Sunset, X-Request-Id, ' +
+      'Idempotent-Replayed).',
     schema: { type: 'string' },
   },
   'Access-Control-Allow-Methods': {
@@ -152,7 +160,8 @@ const HEADERS: Json = {
   },
   'Access-Control-Allow-Headers': {
     description:
-      'The answer to a CORS preflight from a listed origin: the request fields a script may send (Authorization, Idempotency-Key, If-Match, If-None-Match among them).',
+      'The answer to a CORS preflight from a listed origin: the request fields a script may send (Authorization, ' +
+      'Idempotency-Key, If-Match, If-None-Match among them).',
     schema: { type: 'string' },
   },
   'Access-Control-Max-Age': {
@@ -301,7 +310,9 @@ function parameters(route: DocumentedRoute, method: string): Json[] {
       {
         name: 'sort',
         in: 'query',
-        description: `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in the order given, then by id in the direction of the last key.`,
+        description:
+          `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in ` +
+          'the order given, then by id in the direction of the last key.',
         schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
       },
     );
@@ -415,7 +426,8 @@ function optionsOperation(pattern: string, version: Version | undefined, patchab
     summary: 'The methods of this path',
     description: [
       `204 with Allow${patchable ? ', and Accept-Patch with the media types PATCH takes' : ''}; no token needed.`,
-      'With CORS_ORIGINS set, a CORS preflight from a listed origin also gets Access-Control-Allow-Origin, -Allow-Methods, -Allow-Headers and -Max-Age,',
+      'With CORS_ORIGINS set, a CORS preflight from a listed origin also gets Access-Control-Allow-Origin, ' +
+        '-Allow-Methods, -Allow-Headers and -Max-Age,',
       'and is not counted against the rate limit (docs/operations.md).',
     ].join(' '),
     tags: [version === undefined ? 'service' : `v${version}`],
@@ -448,7 +460,8 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
     const versions: (Version | undefined)[] = route.versioned === false ? [undefined] : [1, 2];
     for (const version of versions) {
       const path = `${version ? `/v${version}` : ''}${openApiPath(route.pattern)}`;
-      const item = (paths[path] ??= {});
+      const item = paths[path] ?? {};
+      paths[path] = item;
       const method = route.method.toLowerCase();
       item[method] = operation(route, method, version);
       if (route.method === 'GET') item.head = operation(route, 'head', version);
@@ -471,10 +484,13 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
       version: '2.0.0',
       summary: 'Orders, order items, users, payments and a product catalog.',
       description: [
-        'Every resource path is served under /v1 (deprecated) and /v2 (current). The same paths without a prefix are served as v1,',
-        'or as the version of the vendor media type in Accept (application/vnd.orders.v1+json, application/vnd.orders.v2+json).',
+        'Every resource path is served under /v1 (deprecated) and /v2 (current). The same paths without a prefix ' +
+          'are served as v1,',
+        'or as the version of the vendor media type in Accept (application/vnd.orders.v1+json, ' +
+          'application/vnd.orders.v2+json).',
         'Errors are RFC 9457 problem details. OPTIONS on any path answers 204 with Allow.',
-        'Every response lists the fields it may carry: X-Request-Id and the rate-limit fields on every one (RATE_LIMIT on, the default),',
+        'Every response lists the fields it may carry: X-Request-Id and the rate-limit fields on every one ' +
+          '(RATE_LIMIT on, the default),',
         'Deprecation, Sunset and a successor-version Link on version 1, and the CORS fields once CORS_ORIGINS is set.',
       ].join(' '),
       // package.json says UNLICENSED: no licence is granted, and the document says so rather than naming one.

@@ -21,7 +21,8 @@ export const healthRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Liveness: 200 while the process runs',
       description:
-        'Answers without touching the database, so a slow or lost database never makes the process look dead. Public, never cached.',
+        'Answers without touching the database, so a slow or lost database never makes the process look dead. ' +
+        'Public, never cached.',
       success: { status: 200, schema: HEALTH },
     },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
@@ -34,7 +35,8 @@ export const healthRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Readiness: 200 when the database answers, else 503',
       description:
-        'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it does not answer in time. Public, never cached.',
+        'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
+        'does not answer in time. Public, never cached.',
       success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {

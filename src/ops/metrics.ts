@@ -40,9 +40,12 @@ export const metricsRoute: RouteSpec = {
   doc: {
     summary: 'Prometheus metrics',
     description: [
-      "The service's figures in the Prometheus text exposition format 0.0.4 (text/plain; version=0.0.4): requests by route pattern, method and status;",
-      'latency by route pattern and method; rate-limit refusals; the database pool; webhook deliveries pending and failed; the age of the oldest event in the log;',
-      "and the process's memory, CPU time and start time. Needs no token unless the server sets METRICS_TOKEN, then that bearer token (401 otherwise).",
+      "The service's figures in the Prometheus text exposition format 0.0.4 (text/plain; version=0.0.4): " +
+        'requests by route pattern, method and status;',
+      'latency by route pattern and method; rate-limit refusals; the database pool; webhook deliveries pending ' +
+        'and failed; the age of the oldest event in the log;',
+      "and the process's memory, CPU time and start time. Needs no token unless the server sets METRICS_TOKEN, " +
+        'then that bearer token (401 otherwise).',
       'Never cached; a successful scrape is not counted against the rate limit.',
     ].join(' '),
     success: { status: 200 },
@@ -118,7 +121,8 @@ function databaseFamilies(figures: Figures | undefined): string {
   const success = family(
     'orders_metrics_database_success',
     'gauge',
-    `1 when this scrape read the database's figures (webhook deliveries, event log age) within ${METRICS_DATABASE_TIMEOUT_MS} ms, else 0 and they are left out.`,
+    `1 when this scrape read the database's figures (webhook deliveries, event log age) within ` +
+      `${METRICS_DATABASE_TIMEOUT_MS} ms, else 0 and they are left out.`,
     [sample('orders_metrics_database_success', '', figures === undefined ? 0 : 1)],
   );
   if (figures === undefined) return success;
@@ -128,7 +132,8 @@ function databaseFamilies(figures: Figures | undefined): string {
       family(
         'orders_webhook_deliveries',
         'gauge',
-        'Webhook deliveries by status: pending (to be attempted or retried) and failed (given up after the last retry).',
+        'Webhook deliveries by status: pending (to be attempted or retried) and failed (given up after the last ' +
+          'retry).',
         [
           sample('orders_webhook_deliveries', labels({ status: 'pending' }), figures.deliveries_pending),
           sample('orders_webhook_deliveries', labels({ status: 'failed' }), figures.deliveries_failed),
@@ -137,7 +142,8 @@ function databaseFamilies(figures: Figures | undefined): string {
       family(
         'orders_event_log_oldest_event_age_seconds',
         'gauge',
-        'Seconds since the oldest event the log still holds (0 when empty): how far back GET /events reaches; above 30 days the hourly purge is not running.',
+        'Seconds since the oldest event the log still holds (0 when empty): how far back GET /events reaches; ' +
+          'above 30 days the hourly purge is not running.',
         [sample('orders_event_log_oldest_event_age_seconds', '', figures.oldest_event_age_seconds)],
       ),
     ].join('')

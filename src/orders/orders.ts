@@ -91,7 +91,9 @@ const ALL_CUSTOMERS = 'c.customer_id = 0';
 export interface OrderListSql extends PageSql {
   readonly where: string;
   readonly params: Param[];
-  /** `ListOrdersKeptTotal` when the total can be read from the kept counts, else `ListOrders`, which counts the rows. */
+  /**
+   * `ListOrdersKeptTotal` when the total can be read from the kept counts, else `ListOrders`, which counts the rows.
+   */
   readonly list: 'ListOrders' | 'ListOrdersKeptTotal';
   /** The statement for the total when the page is past the last. */
   readonly count: 'CountOrders' | 'SumOrderCounts';
@@ -298,7 +300,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Create a pending order',
       description:
-        'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from the catalog.',
+        'Customers may omit customerId or give their own; admins must give one. Unit prices are captured from ' +
+        'the catalog.',
       success: { status: 201, schema: ORDER },
       body: CREATE_ORDER,
       problems: [[422, 'validation']],
@@ -314,7 +317,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get an order with its items',
       description:
-        "A customer reads only their own orders: another customer's order answers 404, as a missing one. The ETag comes from the order's revision, so If-None-Match is answered without building the order.",
+        "A customer reads only their own orders: another customer's order answers 404, as a missing one. The " +
+        "ETag comes from the order's revision, so If-None-Match is answered without building the order.",
       success: { status: 200, schema: ORDER },
     },
   },
@@ -326,7 +330,9 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Replace the writable members of an order',
       description:
-        'customerId, status and items, all required. The status may change only as the order states allow (409 invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the write happens only if the order is unchanged (else 412).',
+        'customerId, status and items, all required. The status may change only as the order states allow (409 ' +
+        'invalid-transition), items only while the order is pending (409 order-not-editable). With If-Match, the ' +
+        'write happens only if the order is unchanged (else 412).',
       success: { status: 200, schema: ORDER },
       body: REPLACE_ORDER,
       ifMatch: true,
@@ -341,7 +347,9 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Change an order (JSON Merge Patch)',
       description:
-        'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). The same rules as a replacement apply; setting the status the order already has succeeds and changes nothing.',
+        'An RFC 7396 merge patch of status, items or customerId (admin only); null members are refused (422). ' +
+        'The same rules as a replacement apply; setting the status the order already has succeeds and changes ' +
+        'nothing.',
       success: { status: 200, schema: ORDER },
       body: PATCH_ORDER,
       ifMatch: true,
@@ -356,7 +364,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Delete an order without payments',
       description:
-        'An order that has a payment cannot be deleted (409 order-has-payments): cancel it instead. A repeated delete answers 404.',
+        'An order that has a payment cannot be deleted (409 order-has-payments): cancel it instead. A repeated ' +
+        'delete answers 404.',
       success: { status: 204 },
       ifMatch: true,
       problems: [
@@ -374,7 +383,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     doc: {
       summary: "List one user's orders",
       description:
-        'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only their own.',
+        'The orders of user id, with the same filters and sort keys as GET /orders. A customer may list only ' +
+        'their own.',
       success: { status: 200, schema: ORDER_PAGE },
       list: ORDER_LIST,
       query: ORDER_QUERY,

@@ -35,7 +35,10 @@ export async function getOrder(db: Db, id: number, principal: Principal): Promis
   return row;
 }
 
-/** Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404 like `getOrder`. */
+/**
+ * Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404
+ * like `getOrder`.
+ */
 export async function getOrderJson(
   db: Db,
   id: number,

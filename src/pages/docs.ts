@@ -18,7 +18,8 @@ import { readSwaggerUiFile, SWAGGER_UI_FILES } from './swagger-ui-files.ts';
  * this origin alone.
  */
 export const DOCS_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** Swagger UI's set-up, the one script of ours on the page. */
 const INIT_SCRIPT = `// Swagger UI for this service's OpenAPI document (served by the Orders service).
@@ -37,6 +38,10 @@ window.addEventListener('load', function () {
 });
 `;
 
+const NOSCRIPT =
+  '<noscript><p>This reference needs JavaScript. ' +
+  'The OpenAPI document it renders is <a href="/openapi.json">/openapi.json</a>.</p></noscript>';
+
 const PAGE = `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -47,7 +52,7 @@ const PAGE = `<!DOCTYPE html>
 <link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
 </head>
 <body>
-<noscript><p>This reference needs JavaScript. The OpenAPI document it renders is <a href="/openapi.json">/openapi.json</a>.</p></noscript>
+${NOSCRIPT}
 <div id="swagger-ui"></div>
 <script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script>
@@ -94,7 +99,9 @@ export const docsRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Interactive API reference (HTML)',
       description:
-        'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service serves itself under /docs/{file}: the page makes no request to another host. Sent with a Content-Security-Policy allowing this origin only. No token needed.',
+        'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service ' +
+        'serves itself under /docs/{file}: the page makes no request to another host. Sent with a ' +
+        'Content-Security-Policy allowing this origin only. No token needed.',
       success: { status: 200 },
     },
     handler: async () => staticResponse(page, { 'content-security-policy': DOCS_CSP }),
@@ -107,7 +114,10 @@ export const docsRoutes: readonly RouteSpec[] = [
     cache: PAGE_CACHE,
     doc: {
       summary: 'A script, style or image of the API reference',
-      description: `The files /docs loads: ${DOCS_FILES.join(', ')} (text/javascript, text/css or image/png), from the swagger-ui-dist package, except init.js, which starts it. Cached publicly for CACHE_MAX_AGE seconds, with a strong ETag for revalidation. Any other name is 404.`,
+      description:
+        `The files /docs loads: ${DOCS_FILES.join(', ')} (text/javascript, text/css or image/png), from the ` +
+        'swagger-ui-dist package, except init.js, which starts it. Cached publicly for CACHE_MAX_AGE seconds, with ' +
+        'a strong ETag for revalidation. Any other name is 404.',
       success: { status: 200 },
     },
     handler: async (ctx) => {

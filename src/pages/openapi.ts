@@ -22,7 +22,8 @@ export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
     doc: {
       summary: 'This OpenAPI 3.1 document',
       description:
-        'Generated at start-up from the route table and the schemas that validate requests, so it never disagrees with the service. Public and cacheable.',
+        'Generated at start-up from the route table and the schemas that validate requests, so it never ' +
+        'disagrees with the service. Public and cacheable.',
       success: { status: 200, schema: OPENAPI_DOCUMENT },
     },
     handler: async () => jsonResponse(body),

@@ -48,10 +48,13 @@ export function problemPage(slug: ProblemSlug): ProblemPage {
 
 const STYLE =
   'body{font:1rem/1.5 system-ui,sans-serif;max-width:42rem;margin:0 auto;padding:1rem;color-scheme:light dark}' +
-  'code{font-family:ui-monospace,monospace;font-size:.9em;background:rgba(127,127,127,.15);padding:0 .2em;border-radius:.2em}' +
+  'code{font-family:ui-monospace,monospace;font-size:.9em;' +
+  'background:rgba(127,127,127,.15);padding:0 .2em;border-radius:.2em}' +
   'h1{font-size:1.6rem;line-height:1.2}h2{font-size:1.15rem;margin-top:1.5rem}footer{margin-top:2rem;font-size:.9rem}';
 /** The page's only style, allowed by its hash: nothing else may load or run (CSP Level 3). */
-export const PROBLEM_PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+export const PROBLEM_PAGE_CSP =
+  `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; base-uri 'none'; ` +
+  `form-action 'none'; frame-ancestors 'none'`;
 
 const escapeHtml = (text: string): string =>
   text.replace(
@@ -62,6 +65,13 @@ const escapeHtml = (text: string): string =>
 const inline = (text: string): string => escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
 const statusWords = (statuses: readonly number[]): string =>
   `${statuses.length === 1 ? 'status' : 'statuses'} ${statuses.join(', ')}`;
+
+/** The footer of every HTML page: what problem types are and where the rest of the API is described. */
+const FOOTER =
+  '<p>Every error of the Orders service is an RFC 9457 problem (<code>application/problem+json</code>) ' +
+  'whose <code>type</code> names a page like this one. ' +
+  'This page is also served as <code>text/markdown</code> and <code>application/json</code>: ' +
+  'ask for them with <code>Accept</code>. The whole API: <a href="/docs">API reference</a>.</p>';
 
 /** The HTML page: self-contained, its only style inline (allowed by `PROBLEM_PAGE_CSP`). */
 export function renderHtml(page: ProblemPage): string {
@@ -87,7 +97,7 @@ ${list(page.when)}
 ${list(page.whatToDo)}
 </main>
 <footer>
-<p>Every error of the Orders service is an RFC 9457 problem (<code>application/problem+json</code>) whose <code>type</code> names a page like this one. This page is also served as <code>text/markdown</code> and <code>application/json</code>: ask for them with <code>Accept</code>. The whole API: <a href="/docs">API reference</a>.</p>
+${FOOTER}
 </footer>
 </body>
 </html>
@@ -140,10 +150,13 @@ export const problemRoute: RouteSpec = {
   doc: {
     summary: 'What a problem type means and what to do about it',
     description: [
-      'The page named by the `type` of every problem response (`/problems/<slug>`): what the problem means, when the service answers with it and what the client should do.',
+      'The page named by the `type` of every problem response (`/problems/<slug>`): what the problem means, when ' +
+        'the service answers with it and what the client should do.',
       'Negotiated by `Accept` (with `q` weights): `text/html` (the default), `text/markdown`, or `application/json`',
-      '`{"type", "slug", "title", "statuses": [int], "meaning": string, "when": [string], "whatToDo": [string]}`, whose strings are plain text with Markdown code spans.',
-      '406 `not-acceptable` when `Accept` allows none of them; 404 for a slug that is not a problem type. Cached publicly for CACHE_MAX_AGE seconds, `Vary: Accept`.',
+      '`{"type", "slug", "title", "statuses": [int], "meaning": string, "when": [string], "whatToDo": ' +
+        '[string]}`, whose strings are plain text with Markdown code spans.',
+      '406 `not-acceptable` when `Accept` allows none of them; 404 for a slug that is not a problem type. Cached ' +
+        'publicly for CACHE_MAX_AGE seconds, `Vary: Accept`.',
     ].join(' '),
     success: { status: 200 },
     problems: [[406, 'not-acceptable']],

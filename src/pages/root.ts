@@ -3,7 +3,8 @@
  * for clients that discover the service from its root. Its shape:
  *
  *     {"name": "Orders service",
- *      "links": {"docs": {"href": "/docs", "type": "text/html", "title": "…"}, "openapi": {…}, "products": {…}, "health": {…}}}
+ *      "links": {"docs": {"href": "/docs", "type": "text/html", "title": "…"},
+ *                "openapi": {…}, "products": {…}, "health": {…}}}
  *
  * Each link is keyed by a stable name and gives `href` (a path on this
  * service), the media type it answers in and a title. The same for every
@@ -40,7 +41,10 @@ export const rootRoute: RouteSpec = {
   doc: {
     summary: 'Index of the service: links to start from',
     description:
-      'A small JSON object, the same for every caller: `{"name": "Orders service", "links": {…}}` where `links` maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
+      'A small JSON object, the same for every caller: `{"name": "Orders service", "links": {…}}` where `links` ' +
+      'maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the ' +
+      'public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached ' +
+      'publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
     success: { status: 200 },
   },
   handler: async () => staticResponse(body),

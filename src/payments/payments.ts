@@ -100,7 +100,8 @@ interface PaymentInput {
 function input(ctx: RequestContext): PaymentInput {
   if (ctx.version === 1) {
     const body = readJsonBody(ctx, PaymentV1Schema);
-    // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be "0.30000000000000004" and never equal a total.
+    // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be
+    // "0.30000000000000004" and never equal a total.
     return {
       orderId: body.orderId,
       amount: String(body.amount),
@@ -195,7 +196,8 @@ export const paymentRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Pay a pending order',
       description:
-        "The amount must equal the order total and the currency match. The payment and the order's move to paid commit together.",
+        "The amount must equal the order total and the currency match. The payment and the order's move to paid " +
+        'commit together.',
       success: { status: 201, schema: PAYMENT },
       body: NEW_PAYMENT,
       problems: [
@@ -227,7 +229,8 @@ export const paymentRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a payment',
       description:
-        "A customer reads only the payments of their own orders: another customer's payment answers 404, as a missing one.",
+        "A customer reads only the payments of their own orders: another customer's payment answers 404, as a " +
+        'missing one.',
       success: { status: 200, schema: PAYMENT },
     },
   },

@@ -18,7 +18,10 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
-  /** How long a request may wait for the database in all (contract §11); tests shorten it. Default `DATABASE_DEADLINE_MS`. */
+  /**
+   * How long a request may wait for the database in all (contract §11); tests shorten it. Default
+   * `DATABASE_DEADLINE_MS`.
+   */
   readonly databaseDeadlineMs?: number;
   /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
   readonly hooks?: TestHooks;

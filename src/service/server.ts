@@ -107,7 +107,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 }
 
-/** How often the running server deletes idempotency keys older than 24 hours (contract §7) and events older than 30 days (§15). */
+/**
+ * How often the running server deletes idempotency keys older than 24 hours (contract §7) and events older than 30 days
+ * (§15).
+ */
 export const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** Purges at start (a process restarted more often than hourly still purges) and then hourly. */

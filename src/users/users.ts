@@ -71,7 +71,8 @@ export const userRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Create a user (admin)',
       description:
-        'Only an admin may create users, whatever scopes the token carries (403 otherwise). The email must not be that of another user (422).',
+        'Only an admin may create users, whatever scopes the token carries (403 otherwise). The email must not ' +
+        'be that of another user (422).',
       success: { status: 201, schema: USER },
       body: NEW_USER,
       problems: [[422, 'validation']],
@@ -97,7 +98,8 @@ export const userRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Get a user',
       description:
-        "An admin may read any user; a customer only themselves: another user's id answers 404, exactly as a missing one.",
+        "An admin may read any user; a customer only themselves: another user's id answers 404, exactly as a " +
+        'missing one.',
       success: { status: 200, schema: USER },
     },
   },

@@ -194,7 +194,9 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: 'Create a webhook endpoint (admin); the signing secret is shown once',
       description:
-        'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
+        'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, ' +
+        'webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless ' +
+        'WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
       success: { status: 201, schema: WEBHOOK_ENDPOINT_WITH_SECRET },
       body: NEW_WEBHOOK_ENDPOINT,
       problems: [[422, 'validation']],
@@ -242,7 +244,8 @@ export const webhookRoutes: readonly RouteSpec[] = [
     doc: {
       summary: "An endpoint's deliveries, with every attempt and its outcome (admin)",
       description:
-        "Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts made and when the next is due, and each attempt's HTTP status or error and duration.",
+        'Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts ' +
+        "made and when the next is due, and each attempt's HTTP status or error and duration.",
       success: { status: 200, schema: page('DeliveryPage', DELIVERY) },
       list: DELIVERY_LIST,
     },

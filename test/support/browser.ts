@@ -59,7 +59,10 @@ export interface WatchOptions {
   readonly intercept?: boolean;
 }
 
-/** A new page in a fresh context (no shared cache or storage) that records requests and errors and blocks other hosts. */
+/**
+ * A new page in a fresh context (no shared cache or storage) that records
+ * requests and errors and blocks other hosts.
+ */
 export async function watchedPage(browser: Browser, options: WatchOptions = {}): Promise<WatchedPage> {
   const context = await browser.newContext({ serviceWorkers: 'block' });
   const requests: { method: string; url: string }[] = [];

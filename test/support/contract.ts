@@ -10,7 +10,8 @@ import { createRouter } from '../../src/http/router.ts';
 import { buildOpenApi, openApiPath } from '../../src/openapi/document.ts';
 import { routes } from '../../src/service/routes.ts';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document, walked generically as untyped JSON
+type Json = Record<string, any>;
 
 export interface Contract {
   /** The ways `response` (whose body text is `body`) disagrees with the document; empty when it agrees. */
@@ -63,14 +64,16 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
       const documented = operation.responses[String(response.status)];
       if (documented === undefined)
         return [
-          `${where} answered ${response.status}, which the document does not list (${Object.keys(operation.responses).join(', ')})`,
+          `${where} answered ${response.status}, ` +
+            `which the document does not list (${Object.keys(operation.responses).join(', ')})`,
         ];
       if (body === '') return [];
       const type = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
       const media = documented.content?.[type];
       if (media === undefined)
         return [
-          `${where} ${response.status} answered ${type}, which the document does not list (${Object.keys(documented.content ?? {}).join(', ') || 'no body'})`,
+          `${where} ${response.status} answered ${type}, ` +
+            `which the document does not list (${Object.keys(documented.content ?? {}).join(', ') || 'no body'})`,
         ];
       const validate = validatorFor(media.schema);
       if (!validate(JSON.parse(body))) {

@@ -7,7 +7,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { openEmbedded } from '../../src/db/embedded.ts';
 import type { TestDatabase } from './database.ts';
 
-export interface Proxy {
+export interface TcpProxy {
   readonly port: number;
   /**
    * Refuses new connections and cuts the open ones: closed politely (FIN),
@@ -30,7 +30,7 @@ export interface Proxy {
 
 export type ProxyTarget = { readonly host: string; readonly port: number } | { readonly path: string };
 
-export async function startProxy(target: ProxyTarget): Promise<Proxy> {
+export async function startProxy(target: ProxyTarget): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let holding = false;
   let accepted = 0;
@@ -107,7 +107,7 @@ export async function startProxy(target: ProxyTarget): Promise<Proxy> {
 
 /** A proxy in front of a test database, with the `DATABASE_URL` that goes through it. */
 export interface DatabaseProxy {
-  readonly proxy: Proxy;
+  readonly proxy: TcpProxy;
   /** `postgres://…@127.0.0.1:<proxy port>/<database>`. */
   readonly url: string;
   /** Closes the proxy, then the embedded database when there is one. */

@@ -34,6 +34,7 @@ export function chooseReporter({ isTTY, ci }) {
 
 // ECMA-48 control sequences (colours, cursor movement): the spec reporter
 // colours its lines when stderr is a terminal, even when stdout is a file.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ESC (\x1b) starts every sequence it matches
 const CONTROL_SEQUENCE = /\x1b\[[0-?]*[ -/]*[@-~]/g;
 
 /** The reporter: the one `chooseReporter()` picks for this process's stdout, then the skipped tests. */
