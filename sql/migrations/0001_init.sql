@@ -7,7 +7,7 @@ CREATE TABLE users (
   role       text NOT NULL DEFAULT 'customer' CHECK (role IN ('customer', 'admin')),
   created_at timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE users IS 'People and systems that call the API; customers own orders, admins see everything (contract §6).';
+COMMENT ON TABLE users IS 'People and systems that call the API; customers own orders, admins see everything (SPEC §6).';
 -- E-mail addresses are unique regardless of case.
 CREATE UNIQUE INDEX users_email_key ON users (lower(email));
 -- Serves GET /users?sort=createdAt (id is the tie-breaker).
@@ -25,7 +25,7 @@ CREATE TABLE api_tokens (
   revoked_at timestamptz,
   CHECK (expires_at IS NULL OR expires_at > created_at)
 );
-COMMENT ON TABLE api_tokens IS 'Bearer tokens (contract §6). Only the SHA-256 of the token is kept; the token itself is shown once, when created.';
+COMMENT ON TABLE api_tokens IS 'Bearer tokens (SPEC §6). Only the SHA-256 of the token is kept; the token itself is shown once, when created.';
 COMMENT ON COLUMN api_tokens.token_hash IS 'SHA-256 of the whole token string, ord_ prefix included.';
 -- Serves token list --user.
 CREATE INDEX api_tokens_user_id_idx ON api_tokens (user_id);
@@ -38,7 +38,7 @@ CREATE TABLE products (
   currency   char(3) NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
   created_at timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE products IS 'The catalog that prices order items (contract §2). Public.';
+COMMENT ON TABLE products IS 'The catalog that prices order items (SPEC §2). Public.';
 COMMENT ON COLUMN products.currency IS 'ISO 4217 code.';
 -- Serves GET /products?sort=createdAt (id is the tie-breaker).
 CREATE INDEX products_created_at_idx ON products (created_at, id);

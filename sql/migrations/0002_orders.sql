@@ -1,4 +1,4 @@
--- 0002: orders and their items (contract §2, §3, §4).
+-- 0002: orders and their items (SPEC §2, §3, §4).
 
 CREATE TABLE orders (
   id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -10,7 +10,7 @@ CREATE TABLE orders (
   created_at  timestamptz NOT NULL DEFAULT now(),
   updated_at  timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE orders IS 'Orders (contract §2). Status transitions follow contract §3; the service checks them, the CHECK keeps the values.';
+COMMENT ON TABLE orders IS 'Orders (SPEC §2). Status transitions follow SPEC §3; the service checks them, the CHECK keeps the values.';
 COMMENT ON COLUMN orders.currency IS 'ISO 4217; every item of the order is priced in it.';
 COMMENT ON COLUMN orders.total IS 'Σ qty × unit_price of the order''s items, kept by the statements that write items (sql/queries/orders.sql).';
 COMMENT ON COLUMN orders.updated_at IS 'Set by the orders_set_updated_at trigger on every change to the row; item changes touch the row too.';
@@ -21,7 +21,7 @@ CREATE TABLE order_items (
   product_id bigint NOT NULL REFERENCES products (id),
   qty        integer NOT NULL CHECK (qty BETWEEN 1 AND 1000),
   unit_price numeric(12, 2) NOT NULL CHECK (unit_price >= 0),
-  -- A product appears once per order (contract §4); also serves the items of one order.
+  -- A product appears once per order (SPEC §4); also serves the items of one order.
   CONSTRAINT order_items_order_product_key UNIQUE (order_id, product_id)
 );
 COMMENT ON TABLE order_items IS 'The lines of an order. unit_price is the product''s price captured when the line was written; later catalog changes never touch it.';

@@ -1,4 +1,4 @@
--- 0005: the event log (a transactional outbox) and webhooks (contract §15).
+-- 0005: the event log (a transactional outbox) and webhooks (SPEC §15).
 
 CREATE TABLE events (
   id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -12,7 +12,7 @@ CREATE TABLE events (
   xid         xid8 NOT NULL DEFAULT pg_current_xact_id(),
   created_at  timestamptz NOT NULL DEFAULT now()
 );
-COMMENT ON TABLE events IS 'Every committed change to an order, payment or user, written in the transaction of the change (contract §15). Kept 30 days.';
+COMMENT ON TABLE events IS 'Every committed change to an order, payment or user, written in the transaction of the change (SPEC §15). Kept 30 days.';
 COMMENT ON COLUMN events.data IS 'The resource''s version 2 representation (order.status_changed: {from, to, order}).';
 -- GET /events (admin): the log in (xid, id) order.
 CREATE INDEX events_xid_id_idx ON events (xid, id);

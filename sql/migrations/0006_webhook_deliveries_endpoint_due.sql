@@ -1,4 +1,4 @@
--- 0006: one attempt in flight per webhook endpoint (contract §15; docs/events.md, "Delivery").
+-- 0006: one attempt in flight per webhook endpoint (SPEC §15; docs/events.md, "Delivery").
 
 -- ClaimDeliveries (sql/queries/events.sql): each endpoint's earliest due
 -- pending delivery, found in one index probe per endpoint, so that a claim

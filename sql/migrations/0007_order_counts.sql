@@ -1,6 +1,6 @@
 -- 0007: the number of orders per customer and status, kept in the transaction
 -- of every change, so that meta.total of a list filtered by nothing but
--- status and customer (contract §2, §4) reads a few counter rows instead of
+-- status and customer (SPEC §2, §4) reads a few counter rows instead of
 -- counting one index entry per order (docs/performance.md, "List totals").
 
 -- No order is written from here to the end of this migration's transaction:

@@ -1,4 +1,4 @@
--- 0008: the revision of an order (contract §9). An order's entity tag derives
+-- 0008: the revision of an order (SPEC §9). An order's entity tag derives
 -- from (id, revision, API version, media type), so If-None-Match on an order
 -- is answered from this column alone, without building the representation.
 -- The database keeps it, not the service: every change to an order row or to
@@ -8,7 +8,7 @@
 -- triggers bump on every write and never look at what changed.
 
 ALTER TABLE orders ADD COLUMN revision bigint NOT NULL DEFAULT 1;
-COMMENT ON COLUMN orders.revision IS 'Grows by at least 1 in the transaction of every change to the order row or its items (triggers orders_track_revision and order_items_bump_revision_*); never set by the service. Part of the order''s entity tag (contract §9).';
+COMMENT ON COLUMN orders.revision IS 'Grows by at least 1 in the transaction of every change to the order row or its items (triggers orders_track_revision and order_items_bump_revision_*); never set by the service. Part of the order''s entity tag (SPEC §9).';
 
 -- Every UPDATE of the row, whatever it sets (revision included: no statement
 -- can set it back). Named to fire after orders_set_updated_at (BEFORE ROW

@@ -1,4 +1,4 @@
--- 0009: claiming an idempotency key in one statement (contract §7;
+-- 0009: claiming an idempotency key in one statement (SPEC §7;
 -- sql/queries/idempotency.sql ClaimIdempotencyKey, src/idempotency.ts).
 --
 -- The request's transaction tries the key's advisory lock, then reads the
@@ -28,4 +28,4 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION idempotency_claim(bigint, text) IS 'Tries the transaction-scoped advisory lock of (user, key), then reads the key''s stored result younger than 24 hours with a snapshot taken after the try: one row, locked plus the result or NULLs (contract §7; src/idempotency.ts).';
+COMMENT ON FUNCTION idempotency_claim(bigint, text) IS 'Tries the transaction-scoped advisory lock of (user, key), then reads the key''s stored result younger than 24 hours with a snapshot taken after the try: one row, locked plus the result or NULLs (SPEC §7; src/idempotency.ts).';
