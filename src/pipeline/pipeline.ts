@@ -71,6 +71,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
         };
   const versions = versionPolicy(config);
+  // What a handler sees of the services: all but the pool, which it reaches only through `ctx.db`.
+  const { db: database, ...handlerServices } = services;
 
   return async function handle(request, client) {
     const started = performance.now();
@@ -220,7 +222,6 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           throw rateLimited(rate);
         }
       }
-      const { db, ...handlerServices } = services;
       // The request's own handle on the pool, taken when a handler first reaches for it.
       let handle: Db | undefined;
       const ctx: RequestContext = {
@@ -234,7 +235,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         principal,
         services: handlerServices,
         get db() {
-          handle ??= db.handle();
+          handle ??= database.handle();
           return handle;
         },
       };
