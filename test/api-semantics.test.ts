@@ -171,7 +171,7 @@ describe('ETag and If-None-Match (contract §9)', () => {
     const v2 = await get(`/v2/orders/${orderId}`);
     const t1 = v1.headers.get('etag');
     const t2 = v2.headers.get('etag');
-    // An order's tag comes from its revision (test/http-order-revisions.test.ts); other resources' from their bytes.
+    // An order's tag comes from its revision (test/api-order-revisions.test.ts); other resources' from their bytes.
     assert.match(t1 ?? '', /^"[\x21\x23-\x7e]+"$/);
     assert.notEqual(t1, t2);
     assert.match((await get('/v1/products/1', {}, undefined)).headers.get('etag') ?? '', /^"[A-Za-z0-9_-]{43}"$/);

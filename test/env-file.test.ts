@@ -212,7 +212,7 @@ describe('the server process with a .env in its working directory', { timeout: 6
   const MAIN = new URL('../src/main.ts', import.meta.url).pathname;
   // The child runs in another folder, where the bare name "tsx" does not resolve.
   const TSX = import.meta.resolve('tsx');
-  // Every variable of src/config.ts, so that only the test's and the file's apply.
+  // Every variable of src/config/config.ts, so that only the test's and the file's apply.
   const CONFIGURATION = [
     'PORT',
     'HOST',

@@ -2,7 +2,7 @@
  * ClaimIdempotencyKey (sql/queries/idempotency.sql, migration 0009): the
  * advisory lock of (user, key) and the stored result in one statement, with
  * the meaning the two statements it replaces had (contract §7,
- * src/idempotency.ts): the lock is tried first and the result read after,
+ * src/pipeline/idempotency.ts): the lock is tried first and the result read after,
  * so a result committed before the lock came free is always seen.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The request log's writer (src/log.ts): lines of one event-loop turn go to
+ * The request log's writer (src/base/logger.ts): lines of one event-loop turn go to
  * stdout in one write, and none is lost when the process ends, however it
  * ends short of SIGKILL. Run in child processes, whose stdout is a pipe.
  */

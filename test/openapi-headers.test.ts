@@ -391,7 +391,7 @@ describe('the headers of a 409 idempotency-key-in-use', {
   it('lists Retry-After, on both versions', async () => {
     const samples: Sample[] = [];
     const ROLLBACK = new Error('rollback');
-    // Holds the key's lock as a request still running would (src/idempotency.ts).
+    // Holds the key's lock as a request still running would (src/pipeline/idempotency.ts).
     await assert.rejects(
       t.server.db.begin(async (tx) => {
         await tx.one('ClaimIdempotencyKey', [customer.id, 'held']);

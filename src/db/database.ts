@@ -67,8 +67,11 @@ export interface Db {
 /**
  * A handle bound to a transaction (or a savepoint): what a write that must commit with others takes, such as an event.
  */
+/** Only in types: what makes a `Tx` more than a `Db`, so that the pool's handle is never taken for one. */
+declare const bound: unique symbol;
+
 export interface Tx extends Db {
-  readonly transaction: true;
+  readonly [bound]: true;
   /**
    * Runs `work` in a savepoint of this transaction: when it throws, only
    * its own work is rolled back, and the transaction goes on.
@@ -219,10 +222,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
   /**
    * Runs statement `name` on `on`, refusing a statement whose header
-   * declares another result shape than the caller's (`-- name: X :one`
-   * run with `many()` is a bug in one of the two).
+   * declares a result shape the caller does not take (`-- name: X :one`
+   * run with `many()` is a bug in one of the two), and a `:one` that
+   * returned more than one row.
    */
-  const run = (
+  const run = async (
     name: string,
     shape: ResultShape,
     params: readonly Param[],
@@ -230,12 +234,15 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     fragments?: Readonly<Record<string, string>>,
   ) => {
     const found = statement(name);
-    // A composed statement is a page (:many) or the count beside it (:one); `composed()` checks the count of rows.
+    // A composed statement is a page (:many) or the count beside it (:one).
     if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one'))
       throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
     const text = fragments === undefined ? found.text : fill(found, fragments);
     const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
-    return on === sql ? counted(query) : query;
+    const result = await (on === sql ? counted(query) : query);
+    if (found.shape === 'one' && result.length > 1)
+      throw new StatementError(`${name} is declared :one but returned ${result.length} rows`);
+    return result;
   };
 
   /** A handle on `on`; `guarded`: it refuses statements while its own transaction is open. */
@@ -258,15 +265,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         open = false;
       }
     };
-    return {
-      // A lie only for the pool's own handles, which are typed `Db` where they are handed out.
-      transaction: true,
+    // The pool's own handles are typed `Db` where they are handed out.
+    const handle: Omit<Tx, typeof bound> = {
       pool,
       async one<T>(name: string, params: readonly Param[] = []) {
         ready(name);
-        const rows = await run(name, 'one', params, on);
-        if (rows.length > 1) throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
-        return rows[0] as T | undefined;
+        return (await run(name, 'one', params, on))[0] as T | undefined;
       },
       async many<T>(name: string, params: readonly Param[] = []) {
         ready(name);
@@ -274,10 +278,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
         ready(name);
-        const rows = await run(name, 'many', params, on, fragments);
-        if (rows.length > 1 && statement(name).shape === 'one')
-          throw new StatementError(`${name} is declared :one but returned ${rows.length} rows`);
-        return [...rows] as T[];
+        return [...(await run(name, 'many', params, on, fragments))] as T[];
       },
       async exec(name: string, params: readonly Param[] = []) {
         ready(name);
@@ -293,10 +294,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         return nested(work, (inner) => on.savepoint(inner));
       },
     };
+    return handle as Tx;
   };
 
   const embeddedDb = embedded;
-  const { transaction: _transaction, savepoint: _savepoint, ...onPool } = handleOn(sql, false);
+  const { savepoint: _savepoint, ...onPool } = handleOn(sql, false);
   return {
     ...onPool,
     sql,

@@ -1,7 +1,7 @@
 /**
  * CORS (contract §16; the Fetch standard, §3.2 "CORS protocol"): which browser
  * origins may call the API, and the fields that say so. Pure functions over
- * header strings; the pipeline (src/app.ts) applies them in one place.
+ * header strings; the pipeline (src/pipeline/pipeline.ts) applies them in one place.
  *
  * `Access-Control-Allow-Origin` always names the request's own origin, also
  * when `CORS_ORIGINS=*`, and `Access-Control-Allow-Credentials` is never

@@ -171,7 +171,7 @@ const HEADERS: Json = {
 };
 
 /*
- * Which fields go on which response: what the pipeline (src/app.ts) adds to
+ * Which fields go on which response: what the pipeline (src/pipeline/pipeline.ts) adds to
  * every answer, errors included, and what each kind of answer adds. A new
  * route gets them all from its kind; it documents nothing of this itself.
  */

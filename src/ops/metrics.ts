@@ -3,7 +3,7 @@
  * exposition format. No token unless `METRICS_TOKEN` is set, then that
  * bearer token (compared in constant time). Outside the API versions, never
  * cached, and a successful scrape is not counted against any rate limit
- * (src/app.ts; docs/operations.md, "Metrics").
+ * (src/pipeline/pipeline.ts; docs/operations.md, "Metrics").
  *
  * The database's figures (webhook deliveries, the event log's age) come from
  * one statement with a deadline: a database that does not answer in time

@@ -1,4 +1,4 @@
-/** Every route of the service, as data (see app.ts for what wraps them all). */
+/** Every route of the service, as data (src/pipeline/pipeline.ts wraps them all). */
 import type { RouteSpec } from '../pipeline/context.ts';
 import { productRoutes } from '../catalog/products.ts';
 import { healthRoutes } from '../ops/health.ts';
