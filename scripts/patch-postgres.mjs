@@ -55,6 +55,25 @@
  *    lookup hashes the whole SQL text again (5 % of the server's busy time
  *    for a 2 KB statement under `make bench`). Not a fault, a cost.
  *
+ * 8. A prepared statement that fails because the session does not know it
+ *    (`prepared statement "…" does not exist`, 26000: a transaction-mode
+ *    pooler such as PgBouncer gave the client another server session) is
+ *    sent again, parsed anew, even inside a transaction. There the first
+ *    failure has already aborted the transaction, so the retry can only
+ *    fail, except for what PostgreSQL accepts in an aborted transaction
+ *    (`COMMIT`, `ROLLBACK`, `ROLLBACK TO SAVEPOINT`): a retried `COMMIT`
+ *    ends it with the command tag `ROLLBACK` and no error.
+ *    `sql.begin()` resolved, the caller answered 201, and nothing was
+ *    committed: the lost writes seen through PgBouncer.
+ * 9. Whatever the cause, `sql.begin()` takes a `COMMIT` that the server
+ *    answers with the command tag `ROLLBACK` (an aborted transaction, whose
+ *    error someone caught) as success.
+ * 10. `sql.begin()` runs its own `SAVEPOINT`, `ROLLBACK [TO]` and `COMMIT` as
+ *    named prepared statements, which buys nothing (they take no parameter)
+ *    and exposes them to 8: a `ROLLBACK` that fails for want of its prepared
+ *    statement leaves the transaction open and its connection reserved for
+ *    ever, and the pool starves.
+ *
  * The fixes: a connection without a socket refuses to execute (the query
  * fails with CONNECTION_CLOSED); the write and error state is cleared when
  * the socket closes or the connection terminates; a delayed write with no
@@ -62,9 +81,14 @@
  * closed fails its queued and later statements with the close error, and is
  * not handed back to the pool; a failed array-type load is left to the
  * connection's own close; a queue searches only its live slots and compacts
- * the dead ones once they are half of it. A statement's cache key is made once per
- * (parameter types, text) and reused, so its hash is computed once. And one option, `stall_timeout` (seconds, off by
- * default): a connection awaiting an answer that receives nothing for that
+ * the dead ones once they are half of it. A failed statement is retried only
+ * outside a transaction (the server reports the session idle); inside one, it
+ * fails with the server's error and is parsed anew the next time it runs.
+ * The transaction's own statements go as simple queries. A `COMMIT`
+ * answered `ROLLBACK` rejects `sql.begin()` with COMMIT_ROLLED_BACK. A
+ * statement's cache key is made once per (parameter types, text) and reused,
+ * so its hash is computed once. And one option, `stall_timeout` (seconds, off
+ * by default): a connection awaiting an answer that receives nothing for that
  * long is destroyed, which fails its statements with CONNECTION_CLOSED. Only
  * silence while an answer is due counts: an idle connection is left alone,
  * and the driver's own data handler sees through TLS.
@@ -259,6 +283,53 @@ export const FIXES = [
     `    socket          : o.socket,`,
     `    socket          : o.socket,
     stall_timeout   : o.stall_timeout || 0, // ${MARK}`,
+  ],
+  // 8: a retry only where it can succeed: outside a transaction (ReadyForQuery's status byte 'I').
+  [
+    'connection.js',
+    `          : query.prepared && retryRoutines.has(errorResponse.routine)
+            ? retry(query, errorResponse)`,
+    `          : query.prepared && retryRoutines.has(errorResponse.routine)
+            ? x[5] === 73 // ${MARK}: idle; in a transaction, fail, and parse it anew next time
+              ? retry(query, errorResponse)
+              : (delete statements[query.signature], errored(errorResponse))`,
+  ],
+  // 9: a COMMIT that rolled back is a failure.
+  [
+    'index.js',
+    `        prepare
+          ? await sql\`prepare transaction '\${ sql.unsafe(prepare) }'\`
+          : await sql\`commit\``,
+    `        prepare
+          ? await sql\`prepare transaction '\${ sql.unsafe(prepare) }'\`
+          : (await sql\`commit\`.simple()).command === 'COMMIT' || rolledBack() // ${MARK}`,
+  ],
+  // 10: the transaction's own statements are never prepared.
+  [
+    'index.js',
+    `      name && await sql\`savepoint \${ sql(name) }\``,
+    `      name && await sql\`savepoint \${ sql(name) }\`.simple() // ${MARK}`,
+  ],
+  [
+    'index.js',
+    `          ? sql\`rollback to \${ sql(name) }\`
+          : sql\`rollback\``,
+    `          ? sql\`rollback to \${ sql(name) }\`.simple() // ${MARK}
+          : sql\`rollback\`.simple()`,
+  ],
+  [
+    'index.js',
+    `      return result
+
+      function savepoint(name, fn) {`,
+    `      return result
+
+      function rolledBack() { // ${MARK}: the server ended an aborted transaction
+        throw Errors.generic('COMMIT_ROLLED_BACK',
+          'COMMIT was answered with ROLLBACK: the transaction had failed, nothing was committed')
+      }
+
+      function savepoint(name, fn) {`,
   ],
   // 2: nothing of the old session may be resolved by the next one.
   [

@@ -213,7 +213,12 @@ export async function runCli(
       return 0;
     }
     const config = loadConfig(envDir === undefined ? env : loadEnvFile(env, envDir));
-    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 });
+    db = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      poolMax: 2,
+      prepare: config.dbPrepare,
+    });
     const applied = await migrate(db);
     await action(db, io, applied);
     return 0;

@@ -60,3 +60,45 @@ describe('when the database goes away', () => {
     assert.equal((await response.json()).id, 1);
   });
 });
+
+describe('health checks under a spent rate limit (contract §10)', () => {
+  let limited: TestServer;
+  before(async () => {
+    limited = await startTestServer({ DATABASE_URL: link.url, RATE_LIMIT: '3/60' }, database);
+  });
+  after(async () => {
+    await limited.close();
+  });
+
+  it('answers /healthz and /readyz 200 without rate-limit fields once the address is refused, and never counts them', async () => {
+    const spent = [];
+    for (let i = 0; i < 4; i++) spent.push((await limited.fetch('/v1/products/1')).status);
+    assert.deepEqual(spent, [200, 200, 200, 429]);
+    for (let i = 0; i < 20; i++) {
+      for (const path of ['/healthz', '/readyz']) {
+        const response = await limited.fetch(path);
+        assert.equal(response.status, 200, path);
+        assert.equal(response.headers.get('ratelimit'), null, path);
+        assert.equal(response.headers.get('ratelimit-policy'), null, path);
+      }
+    }
+    // The budget is where the refusal left it: the probes took none of it.
+    const refused = await limited.fetch('/v1/products/1');
+    assert.equal(refused.status, 429);
+    assert.match(refused.headers.get('ratelimit') ?? '', /^"default";r=0;t=\d+$/);
+  });
+
+  it('answers /readyz 503 while the database is away, still not limited', async () => {
+    await proxy.down();
+    try {
+      for (let i = 0; i < 5; i++) {
+        const response = await limited.fetch('/readyz');
+        assert.equal(response.status, 503);
+        assert.equal(response.headers.get('ratelimit'), null);
+      }
+    } finally {
+      await proxy.up();
+    }
+    assert.equal((await limited.fetch('/readyz')).status, 200);
+  });
+});

@@ -18,6 +18,7 @@ describe('loadConfig()', () => {
       logLevel: 'info',
       workers: 1,
       webhookAllowPrivate: false,
+      dbPrepare: true,
     });
   });
 
@@ -137,6 +138,14 @@ describe('loadConfig(): contract §16 variables', () => {
     ]);
   });
 
+  it('reads DB_PREPARE and REDIS_URL', () => {
+    assert.equal(loadConfig({ DB_PREPARE: 'off' }).dbPrepare, false);
+    assert.equal(loadConfig({ DB_PREPARE: 'on' }).dbPrepare, true);
+    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/5' }).redisUrl, 'redis://127.0.0.1:6379/5');
+    assert.equal(loadConfig({ REDIS_URL: 'rediss://:pw@cache.internal' }).redisUrl, 'rediss://:pw@cache.internal');
+    assert.equal('redisUrl' in loadConfig({}), false);
+  });
+
   it('reads METRICS_TOKEN', () => {
     assert.equal(loadConfig({ METRICS_TOKEN: 'scrape-me-0123456789' }).metricsToken, 'scrape-me-0123456789');
   });
@@ -147,6 +156,7 @@ describe('loadConfig(): contract §16 variables', () => {
   const proxyMessage = (entry: string) =>
     'TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8, 2001:db8::/32) ' +
     `or loopback, got ${JSON.stringify(entry)}`;
+  const redisMessage = 'REDIS_URL must be redis://[user:password@]host[:port][/db] with db 0 to 15';
   const tokenMessage = 'METRICS_TOKEN must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)';
   const invalid: [Record<string, string>, string][] = [
     [{ CORS_ORIGINS: 'https://app.example/' }, corsMessage('https://app.example/')],
@@ -161,6 +171,12 @@ describe('loadConfig(): contract §16 variables', () => {
     [{ TRUST_PROXY: '*' }, proxyMessage('*')],
     [{ METRICS_TOKEN: 'short' }, tokenMessage],
     [{ METRICS_TOKEN: 'has a space in the middle' }, tokenMessage],
+    [{ DB_PREPARE: 'false' }, 'DB_PREPARE must be one of on, off, got "false"'],
+    [{ REDIS_URL: 'http://127.0.0.1:6379' }, redisMessage],
+    [{ REDIS_URL: '127.0.0.1:6379' }, redisMessage],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379/16' }, redisMessage],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379/a' }, redisMessage],
+    [{ REDIS_URL: 'redis://127.0.0.1:6379/?db=2' }, redisMessage],
   ];
   for (const [env, message] of invalid) {
     it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
@@ -175,6 +191,13 @@ describe('loadConfig(): contract §16 variables', () => {
       );
     });
   }
+
+  it('never echoes a REDIS_URL (it may hold a password)', () => {
+    assert.throws(
+      () => loadConfig({ REDIS_URL: 'redis://:hunter2hunter2@cache/99' }),
+      (error: Error) => !error.message.includes('hunter2'),
+    );
+  });
 
   it('never echoes a METRICS_TOKEN', () => {
     assert.throws(

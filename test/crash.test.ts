@@ -12,7 +12,7 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { seed } from '../src/service/seed.ts';
 import { createUser } from '../src/users/user-store.ts';
-import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 import { startService } from './support/process.ts';
 
 const KEYS = 200;
@@ -33,7 +33,7 @@ describe('SIGKILL in the middle of a burst of keyed POSTs', {
 
   before(async () => {
     database = await createTestDatabase();
-    db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2 });
+    db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2, prepare: TEST_PREPARE });
     await migrate(db);
     await seed(db);
     const user = await createUser(db, { email: 'crash@example.com', name: 'Crash', role: 'customer' });

@@ -18,14 +18,14 @@ import { after, before, describe, it } from 'node:test';
 import { openDatabase, TransactionOpenError, type Database, type Db, type Tx } from '../src/db/database.ts';
 import { StatementError } from '../src/db/statements.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 
 let database: TestDatabase;
 let db: Database;
 
 before(async () => {
   database = await createTestDatabase();
-  db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 4 });
+  db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 4, prepare: TEST_PREPARE });
   await migrate(db);
 });
 after(async () => {
@@ -190,6 +190,34 @@ describe('savepoint() and begin() on a transaction handle', () => {
       (pool as unknown as Tx).savepoint(async () => 1),
       /savepoint\(\) needs a transaction/,
     );
+  });
+});
+
+describe('a transaction whose statement failed (contract §17: an acknowledged write is committed)', () => {
+  it('begin() rejects with the statement error even when work caught it and resolved: nothing committed', async () => {
+    const address = email('rolled-back');
+    await assert.rejects(
+      db.begin(async (tx) => {
+        await insertUser(tx, address);
+        // The second insert violates the unique e-mail and aborts the transaction; work swallows it.
+        await assert.rejects(insertUser(tx, address), (error: { code?: string }) => error.code === '23505');
+        return 'created';
+      }),
+      (error: { code?: string }) => error.code === '23505',
+    );
+    assert.equal(await exists(address), false);
+  });
+
+  it('a savepoint that rolled back leaves the transaction able to commit', async () => {
+    const address = email('savepoint-recovers');
+    await db.begin(async (tx) => {
+      await insertUser(tx, address);
+      await assert.rejects(
+        tx.savepoint((inner) => insertUser(inner, address)),
+        (error: { code?: string }) => error.code === '23505',
+      );
+    });
+    assert.equal(await exists(address), true);
   });
 });
 

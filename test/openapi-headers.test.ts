@@ -267,14 +267,22 @@ describe('the headers of GET /openapi.json against the wire', () => {
 
   it('outside the versions: health, readiness and the document, with 304', async () => {
     const tag = (await t.fetch('/healthz')).headers.get('etag') as string;
-    const samples = [
+    // contract §10: health checks are never rate limited, and carry no rate-limit fields.
+    const probes = [
       await answer(t, '/healthz'),
       await answer(t, '/healthz', { headers: { 'if-none-match': tag } }),
       await answer(t, '/readyz'),
+    ];
+    assertDocumented(probes, [200, 304, 200], { rateLimited: false });
+    assert.deepEqual(
+      probes.filter((p) => p.fields.includes('ratelimit') || p.fields.includes('ratelimit-policy')),
+      [],
+    );
+    const samples = [
       await answer(t, '/openapi.json', { method: 'HEAD' }),
       await answer(t, '/healthz', { method: 'OPTIONS' }),
     ];
-    assertDocumented(samples, [200, 304, 200, 200, 204]);
+    assertDocumented(samples, [200, 204]);
   });
 
   it('OPTIONS on every path of the document: 204 with the Allow it documents, every field documented', async () => {
@@ -369,7 +377,8 @@ describe('the headers of a 410, a 503 and a CORS preflight', () => {
   it('503 while the database is away, with Retry-After', async () => {
     await proxy.down();
     const samples = [await answer(t, '/v2/products/1'), await answer(t, '/readyz')];
-    assertDocumented(samples, [503, 503]);
+    assertDocumented(samples.slice(0, 1), [503]);
+    assertDocumented(samples.slice(1), [503], { rateLimited: false });
     assert.ok(samples.every((s) => s.fields.includes('retry-after')));
     await proxy.up();
   });

@@ -14,7 +14,7 @@ type Queryable = Pick<Database['sql'], 'unsafe'>;
 import { migrate, readMigrations } from '../src/db/migrate.ts';
 import { parseListQuery } from '../src/http/list-query.ts';
 import { ORDER_LIST, orderListSql } from '../src/orders/orders.ts';
-import { createTestDatabase, REAL_SERVER_URL } from './support/database.ts';
+import { createTestDatabase, TEST_PREPARE, REAL_SERVER_URL } from './support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 const STATUSES = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'] as const;
@@ -194,7 +194,7 @@ describe('orderListSql()', () => {
 describe('migration 0007', () => {
   it('fills the counts from the orders that exist when it is applied', async () => {
     const database = await createTestDatabase();
-    const db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1 });
+    const db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1, prepare: TEST_PREPARE });
     try {
       const migrations = readMigrations();
       await migrate(
@@ -242,7 +242,7 @@ describe('derived.order_counts', () => {
   describe('with many connections writing at once', { skip: ON_REAL_SERVER }, () => {
     let pool: Database;
     before(async () => {
-      pool = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 12 });
+      pool = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 12, prepare: TEST_PREPARE });
     });
     after(async () => {
       await pool.close();
@@ -307,12 +307,17 @@ describe('derived.order_counts', () => {
     it("opposite moves of the same counter rows on one stripe's two connections wait, never deadlock", async (test) => {
       const stripeOf = async (db: Database) =>
         (await db.sql<{ s: number }[]>`SELECT (pg_backend_pid() % 64)::int AS s`)[0]!.s;
-      const first = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 1 });
+      const first = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 1, prepare: TEST_PREPARE });
       const target = await stripeOf(first);
       // Backend pids are handed out in turn: some later connection lands on the same stripe.
       let second: Database | undefined;
       for (let i = 0; i < 400 && second === undefined; i++) {
-        const candidate = await openDatabase({ databaseUrl: t.database.url, dataDir: '', poolMax: 1 });
+        const candidate = await openDatabase({
+          databaseUrl: t.database.url,
+          dataDir: '',
+          poolMax: 1,
+          prepare: TEST_PREPARE,
+        });
         if ((await stripeOf(candidate)) === target) second = candidate;
         else await candidate.close();
         if (second !== undefined) test.diagnostic(`stripe ${target} again after ${i + 1} connections`);

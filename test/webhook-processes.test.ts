@@ -12,7 +12,7 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { seed } from '../src/service/seed.ts';
 import { createUser } from '../src/users/user-store.ts';
-import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 import { startService, type ServiceProcess } from './support/process.ts';
 import { startReceiver } from './support/receiver.ts';
 import { startTestServer } from './support/server.ts';
@@ -29,7 +29,7 @@ describe('webhook delivery across processes', {
 
   before(async () => {
     database = await createTestDatabase();
-    db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2 });
+    db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2, prepare: TEST_PREPARE });
     await migrate(db);
     await seed(db);
     const admin = await createUser(db, { email: 'hooks-admin@example.com', name: 'Hooks', role: 'admin' });

@@ -1,11 +1,10 @@
 -- Statements of the migration runner (src/db/migrate.ts).
 
 -- name: AcquireMigrationLock :exec
--- Session-level: held across the per-migration transactions, released below.
-SELECT pg_advisory_lock($1::bigint);
-
--- name: ReleaseMigrationLock :exec
-SELECT pg_advisory_unlock($1::bigint);
+-- Transaction-level: released by the COMMIT or ROLLBACK of the migration's
+-- own transaction, so no session keeps it (a transaction-mode pooler hands
+-- sessions from client to client; contract §17).
+SELECT pg_advisory_xact_lock($1::bigint);
 
 -- name: CreateSchemaMigrations :exec
 CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -35,6 +35,13 @@ export interface Config {
   readonly trustProxy?: readonly ProxyRange[];
   /** `METRICS_TOKEN` (contract §16): the bearer token `GET /metrics` needs; absent: none. */
   readonly metricsToken?: string;
+  /**
+   * `DB_PREPARE` (contract §17): `false` for a transaction-mode pooler (PgBouncer before 1.21): no named prepared
+   * statements and no startup parameter beyond the pooler's own; the statement time-out is the client's then.
+   */
+  readonly dbPrepare: boolean;
+  /** `REDIS_URL` (contract §17): the Redis that every process shares its rate-limit windows through; absent: none. */
+  readonly redisUrl?: string;
 }
 
 export class ConfigError extends Error {
@@ -65,12 +72,15 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     workers: integer(env, 'WORKERS', 1, 1, 64),
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
+    dbPrepare: oneOf(env, 'DB_PREPARE', 'on', ['on', 'off']) === 'on',
   };
   // contract §16's variables are absent from the configuration when unset.
   const corsOrigins = cors(env);
   const trustProxy = proxies(env);
   const metricsToken = bearerToken(env, 'METRICS_TOKEN');
+  const redisUrl = redis(env);
   if (corsOrigins !== undefined) config = { ...config, corsOrigins };
+  if (redisUrl !== undefined) config = { ...config, redisUrl };
   if (trustProxy !== undefined) config = { ...config, trustProxy };
   if (metricsToken !== undefined) config = { ...config, metricsToken };
   if (config.workers > 1 && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
@@ -123,6 +133,29 @@ function databaseUrl(env: Env): string | undefined {
     // Never echo the value: it may hold a password.
     throw new ConfigError(`DATABASE_URL must be a postgres:// URL or memory:, got the scheme ${url.protocol}`);
   }
+  return value;
+}
+
+const REDIS_DATABASE = /^\/(?:[0-9]|1[0-5])?$/;
+
+/** `redis://[user:password@]host[:port][/db]` (or `rediss://`, TLS), db 0–15; never echoed: it may hold a password. */
+function redis(env: Env): string | undefined {
+  const value = raw(env, 'REDIS_URL');
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  const valid =
+    url !== undefined &&
+    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
+    url.hostname !== '' &&
+    (url.pathname === '' || REDIS_DATABASE.test(url.pathname)) &&
+    url.search === '' &&
+    url.hash === '';
+  if (!valid) throw new ConfigError('REDIS_URL must be redis://[user:password@]host[:port][/db] with db 0 to 15');
   return value;
 }
 

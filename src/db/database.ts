@@ -26,6 +26,15 @@ export interface DatabaseOptions {
    * (the benchmark's seeding): the service keeps the default.
    */
   readonly stalledConnectionMs?: number;
+  /**
+   * `false` (`DB_PREPARE=off`, contract §17): for a transaction-mode pooler. No
+   * named prepared statements (the pooler hands each transaction, or each
+   * statement outside one, to any of its server sessions), and no startup
+   * parameter but the ones a pooler passes on: the statement time-out is then
+   * kept by the client, which cancels a statement still running after
+   * `STATEMENT_TIMEOUT_MS`. Default `true`.
+   */
+  readonly prepare?: boolean;
 }
 
 /**
@@ -151,8 +160,10 @@ export function reconnectDelaySeconds(retries: number): number {
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   let embedded: EmbeddedDatabase | undefined;
+  const prepare = options.prepare ?? true;
   const common: postgres.Options<Record<string, postgres.PostgresType>> = {
     max: options.poolMax,
+    prepare,
     connect_timeout: 5,
     idle_timeout: 60,
     backoff: reconnectDelaySeconds,
@@ -166,8 +177,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         parse: (v: string) => Number(v),
       },
     },
-    // contract §11: 5 s per statement. PGlite ignores it (it has no timers).
-    connection: { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS },
+    // contract §11: 5 s per statement. PGlite ignores it (it has no timers). A
+    // transaction-mode pooler refuses it (PgBouncer: "unsupported startup
+    // parameter"), or drops it when told to ignore it: then `cancelAfter` below.
+    connection: prepare
+      ? { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS }
+      : { application_name: 'orders' },
   };
   let sql: Sql;
   if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
@@ -239,11 +254,30 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
     const text = fragments === undefined ? found.text : fill(found, fragments);
     const query = on.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
-    const result = await (on === sql ? counted(query) : query);
+    const result = await cancelAfter(on === sql ? counted(query) : query, query);
     if (found.shape === 'one' && result.length > 1)
       throw new StatementError(`${name} is declared :one but returned ${result.length} rows`);
     return result;
   };
+
+  /**
+   * contract §11 through a transaction-mode pooler: the server session is the
+   * pooler's, so the client keeps the statement time-out. A statement still
+   * running after `STATEMENT_TIMEOUT_MS` is cancelled with PostgreSQL's
+   * CancelRequest, which PgBouncer passes to the server session running it;
+   * the statement fails with 57014 as under `statement_timeout`.
+   */
+  const cancelAfter: <T>(work: Promise<T>, query: { cancel(): unknown }) => Promise<T> =
+    prepare || embedded !== undefined
+      ? (work) => work
+      : async (work, query) => {
+          const timer = setTimeout(() => query.cancel(), STATEMENT_TIMEOUT_MS);
+          try {
+            return await work;
+          } finally {
+            clearTimeout(timer);
+          }
+        };
 
   /** A handle on `on`; `guarded`: it refuses statements while its own transaction is open. */
   const handleOn = (on: Queryable, guarded: boolean): Tx => {

@@ -1,9 +1,12 @@
 /**
  * The migration runner (contract §12): `sql/migrations/NNNN_name.sql`, applied in
  * order, each in its own transaction, recorded with a SHA-256 checksum in
- * `schema_migrations`. A session-level advisory lock keeps two processes that
- * start at once from applying the same file; an applied file whose contents
- * changed stops start-up.
+ * `schema_migrations`. Each of those transactions first takes a
+ * transaction-level advisory lock, then reads what is applied: of processes
+ * that start at once, one applies the next file while the others wait, and
+ * then find it recorded. No lock outlives its transaction, so nothing relies
+ * on a session (a transaction-mode pooler's clients share them; contract §17).
+ * An applied file whose contents changed stops start-up.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -47,49 +50,51 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * Throws `MigrationError` when an applied migration's file has changed.
  */
 export async function migrate(db: Database, migrations: readonly Migration[] = readMigrations()): Promise<string[]> {
-  const connection = await db.sql.reserve();
-  try {
-    await connection.unsafe(db.statement('AcquireMigrationLock').text, [ADVISORY_LOCK_KEY]);
-    try {
-      await connection.unsafe(db.statement('CreateSchemaMigrations').text);
-      const rows = await connection.unsafe<{ version: string; name: string; checksum: string }[]>(
+  const done: string[] = [];
+  for (;;) {
+    // One transaction per file, and one last that finds nothing to do.
+    const next = await db.sql.begin(async (tx) => {
+      await tx.unsafe(db.statement('AcquireMigrationLock').text, [ADVISORY_LOCK_KEY]);
+      await tx.unsafe(db.statement('CreateSchemaMigrations').text);
+      const rows = await tx.unsafe<{ version: string; name: string; checksum: string }[]>(
         db.statement('ListAppliedMigrations').text,
       );
-      const applied = new Map(rows.map((row) => [row.version, row]));
-      const done: string[] = [];
-      for (const migration of migrations) {
-        const previous = applied.get(migration.version);
-        if (previous) {
-          if (previous.checksum !== migration.checksum || previous.name !== migration.name) {
-            throw new MigrationError(
-              `migration ${migration.name} was changed after it was applied (applied as ${previous.name} with ` +
-                `checksum ${previous.checksum.slice(0, 12)}…, ` +
-                `the file now has ${migration.checksum.slice(0, 12)}…); restore it and put the change in a new ` +
-                'migration',
-            );
-          }
-          continue;
-        }
-        await connection.unsafe('BEGIN');
-        try {
-          await connection.unsafe(migration.text);
-          await connection.unsafe(db.statement('RecordMigration').text, [
-            migration.version,
-            migration.name,
-            migration.checksum,
-          ]);
-          await connection.unsafe('COMMIT');
-        } catch (error) {
-          await connection.unsafe('ROLLBACK');
-          throw new MigrationError(`migration ${migration.name} failed: ${(error as Error).message}`, { cause: error });
-        }
-        done.push(migration.name);
+      const pending = firstPending(migrations, new Map(rows.map((row) => [row.version, row])));
+      if (pending === undefined) return undefined;
+      try {
+        // No parameters: the simple query protocol, which takes a file of several statements.
+        await tx.unsafe(pending.text);
+        await tx.unsafe(db.statement('RecordMigration').text, [pending.version, pending.name, pending.checksum]);
+      } catch (error) {
+        throw new MigrationError(`migration ${pending.name} failed: ${(error as Error).message}`, { cause: error });
       }
-      return done;
-    } finally {
-      await connection.unsafe(db.statement('ReleaseMigrationLock').text, [ADVISORY_LOCK_KEY]);
-    }
-  } finally {
-    connection.release();
+      return pending;
+    });
+    if (next === undefined) return done;
+    done.push(next.name);
   }
+}
+
+/** The first migration not applied yet; throws when an applied one's file has changed. */
+function firstPending(
+  migrations: readonly Migration[],
+  applied: ReadonlyMap<string, { name: string; checksum: string }>,
+): Migration | undefined {
+  let first: Migration | undefined;
+  for (const migration of migrations) {
+    const previous = applied.get(migration.version);
+    if (previous === undefined) {
+      first ??= migration;
+      continue;
+    }
+    if (previous.checksum !== migration.checksum || previous.name !== migration.name) {
+      throw new MigrationError(
+        `migration ${migration.name} was changed after it was applied (applied as ${previous.name} with ` +
+          `checksum ${previous.checksum.slice(0, 12)}…, ` +
+          `the file now has ${migration.checksum.slice(0, 12)}…); restore it and put the change in a new ` +
+          'migration',
+      );
+    }
+  }
+  return first;
 }

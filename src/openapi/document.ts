@@ -116,13 +116,13 @@ const HEADERS: Json = {
   RateLimit: {
     description:
       'draft-ietf-httpapi-ratelimit-headers: "default";r=<remaining>;t=<seconds to reset>. On every response, ' +
-      'errors included; absent when RATE_LIMIT=off.',
+      'errors included, but those of /healthz and /readyz (never limited); absent when RATE_LIMIT=off.',
     schema: { type: 'string' },
   },
   'RateLimit-Policy': {
     description:
       'draft-ietf-httpapi-ratelimit-headers: "default";q=<limit>;w=<window seconds>. On every response, errors ' +
-      'included; absent when RATE_LIMIT=off.',
+      'included, but those of /healthz and /readyz (never limited); absent when RATE_LIMIT=off.',
     schema: { type: 'string' },
   },
   Deprecation: { description: 'RFC 9745, on every version 1 response: @<unix seconds>.', schema: { type: 'string' } },
@@ -213,10 +213,10 @@ function fields(names: Iterable<string>): Json {
  * What the pipeline adds to an answer in `version`, errors included:
  * `routed` false for those refused before the path (so the version) is read.
  */
-function pipelineFields(version: Version | undefined, routed = true): string[] {
+function pipelineFields(version: Version | undefined, routed = true, limited = true): string[] {
   return [
     'X-Request-Id',
-    ...RATE_LIMIT_FIELDS,
+    ...(limited ? RATE_LIMIT_FIELDS : []),
     'Vary',
     ...CORS_FIELDS,
     ...(version === 1 && routed ? VERSION_1_FIELDS : []),
@@ -232,7 +232,10 @@ function problemResponse(
   const description = slugs.map((slug) => `\`/problems/${slug}\`: ${PROBLEM_TITLES[slug]}`).join('; ');
   const names = ['Cache-Control'];
   for (const slug of slugs) {
-    names.push(...pipelineFields(version, !BEFORE_ROUTING.has(slug)), ...(PROBLEM_FIELDS[slug] ?? []));
+    const routed = !BEFORE_ROUTING.has(slug);
+    // Refused before routing, a health check is counted like any request: its route is not known yet.
+    const limited = !routed || route?.rateLimited !== 'never';
+    names.push(...pipelineFields(version, routed, limited), ...(PROBLEM_FIELDS[slug] ?? []));
     if (slug === 'unsupported-media-type' && route?.method === 'PATCH') names.push('Accept-Patch');
   }
   if (replayable) names.push('Idempotent-Replayed');
@@ -273,7 +276,7 @@ function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<n
     add(422, 'idempotency-key-mismatch');
   }
   for (const [status, slug] of doc.problems ?? []) add(status, slug);
-  add(429, 'rate-limited');
+  if (route.rateLimited !== 'never') add(429, 'rate-limited');
   add(500, 'internal');
   if (route.pattern !== '/healthz' && route.pattern !== '/openapi.json') add(503, 'unavailable');
   return problems;
@@ -368,7 +371,8 @@ function operation(route: DocumentedRoute, method: string, version: Version | un
   if (!doc.description?.trim())
     throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
   const keyed = route.method === 'POST' && route.auth !== 'public';
-  const success = ['Cache-Control', ...pipelineFields(version)];
+  const limited = route.rateLimited !== 'never';
+  const success = ['Cache-Control', ...pipelineFields(version, true, limited)];
   if (doc.success.status !== 204) success.push('ETag');
   if (doc.success.status === 201) success.push('Location');
   if (doc.list || doc.query) success.push('Link');
@@ -384,7 +388,7 @@ function operation(route: DocumentedRoute, method: string, version: Version | un
     // RFC 9110 §15.4.5: the 200's ETag, Cache-Control and Vary, and what the pipeline adds to every answer.
     responses['304'] = {
       description: 'Not modified: If-None-Match matched.',
-      headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version)]),
+      headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version, true, limited)]),
     };
   }
   const own = new Set((doc.problems ?? []).map(([status]) => status));

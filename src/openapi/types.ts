@@ -45,5 +45,7 @@ export interface DocumentedRoute {
   readonly auth: 'public' | Scope;
   readonly versioned?: boolean;
   readonly idempotency?: 'optional' | 'required';
+  /** `'never'`: no answer of the route is rate limited or carries the rate-limit fields (health checks). */
+  readonly rateLimited?: boolean | 'never';
   readonly doc: RouteDoc;
 }

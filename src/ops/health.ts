@@ -18,11 +18,13 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/healthz',
     auth: 'public',
     versioned: false,
+    // contract §10: a load balancer's probes are never rate limited, so they never take a backend out.
+    rateLimited: 'never',
     doc: {
       summary: 'Liveness: 200 while the process runs',
       description:
         'Answers without touching the database, so a slow or lost database never makes the process look dead. ' +
-        'Public, never cached.',
+        'Public, never cached, never rate limited (a load balancer may poll it as often as it likes).',
       success: { status: 200, schema: HEALTH },
     },
     handler: async () => jsonResponse({ status: 'ok' }, 200, { 'cache-control': 'no-store' }),
@@ -32,11 +34,12 @@ export const healthRoutes: readonly RouteSpec[] = [
     pattern: '/readyz',
     auth: 'public',
     versioned: false,
+    rateLimited: 'never',
     doc: {
       summary: 'Readiness: 200 when the database answers, else 503',
       description:
         'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
-        'does not answer in time. Public, never cached.',
+        'does not answer in time. Public, never cached, never rate limited.',
       success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {

@@ -78,9 +78,12 @@ export interface RouteSpec {
   /**
    * `false`: a successful answer is not counted against any rate limit and
    * carries no rate-limit fields (GET /metrics, which a scraper polls); a
-   * refusal (401, say) still counts against the client address. Default `true`.
+   * refusal (401, say) still counts against the client address. `'never'`:
+   * no answer is counted, refused with 429 or given rate-limit fields,
+   * whatever its status (contract §10: a load balancer's health checks must
+   * never take a backend out). Default `true`.
    */
-  readonly rateLimited?: boolean;
+  readonly rateLimited?: boolean | 'never';
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**

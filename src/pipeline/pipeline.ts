@@ -117,9 +117,11 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         ? bufferedResponse(null, { status: 400, headers: { connection: 'close' } })
         : problemResponse(toHttpError(error), path, requestId);
     }
-    // A route exempt from limits (GET /metrics) and a CORS preflight's 204 are
-    // not counted; their refusals are (docs/operations.md).
-    const exempt = response.status < 400 && (route?.rateLimited === false || (preflight && match?.kind === 'options'));
+    // Health checks are never counted. A route exempt from limits (GET /metrics)
+    // and a CORS preflight's 204 are not counted; their refusals are (docs/operations.md).
+    const exempt =
+      route?.rateLimited === 'never' ||
+      (response.status < 400 && (route?.rateLimited === false || (preflight && match?.kind === 'options')));
     if (limits !== undefined && rate === undefined && !exempt) {
       // Requests refused before reaching their route's limit check (401, 404,
       // 405, 406, 413…) count against the client address, and are refused
@@ -215,7 +217,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           }
         }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
-      } else if (limits !== undefined && route.rateLimited !== false) {
+      } else if (limits !== undefined && (route.rateLimited ?? true) === true) {
         rate = limits.addresses.consume(addressGroup(address));
         if (!rate.allowed) {
           metrics.rateLimited('address');

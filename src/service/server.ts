@@ -53,6 +53,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolMax: config.dbPoolMax,
+    prepare: config.dbPrepare,
   });
   let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;

@@ -20,6 +20,12 @@ const url = process.env.DATABASE_URL;
 /** The real PostgreSQL server of this run, when `DATABASE_URL` names one. */
 export const REAL_SERVER_URL = url === undefined || url === '' || url === 'memory:' ? undefined : url;
 
+/**
+ * `DB_PREPARE` of this run (contract §17): `off` when the suite runs through a
+ * transaction-mode pooler, for the pools tests open around the service.
+ */
+export const TEST_PREPARE = process.env.DB_PREPARE !== 'off';
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (REAL_SERVER_URL === undefined) {
     return { url: 'memory:', real: false, drop: async () => {} };
