@@ -70,7 +70,7 @@ describe('health checks under a spent rate limit (contract §10)', () => {
     await limited.close();
   });
 
-  it('answers /healthz and /readyz 200 without rate-limit fields once the address is refused, and never counts them', async () => {
+  it('answers /healthz and /readyz 200, with no rate-limit fields, to a refused address; counts none', async () => {
     const spent = [];
     for (let i = 0; i < 4; i++) spent.push((await limited.fetch('/v1/products/1')).status);
     assert.deepEqual(spent, [200, 200, 200, 429]);
