@@ -59,6 +59,8 @@ const PATIENT_POLL_MS = 1_000;
 const PATIENT_WORKER = {
   ...WORKER,
   pollMs: PATIENT_POLL_MS,
+  // Longer than the time-out, as the worker requires: the hung endpoint stays leased until the shutdown.
+  leaseSeconds: 120,
   retryDelaysSeconds: [60],
   timeoutMs: 60_000,
   concurrency: 3,

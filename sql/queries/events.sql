@@ -93,17 +93,19 @@ LIMIT {{limit}} OFFSET {{offset}};
 SELECT count(*) AS total_count FROM webhook_deliveries d WHERE {{where}};
 
 -- name: ClaimDeliveries :many
--- Due deliveries, at most one per endpoint and none for an endpoint that
--- already has an attempt in flight in the claiming process ($3): a hung
--- endpoint holds one of a process's slots, never all of them, and its other
--- deliveries wait their turn. Each endpoint's head (its earliest due
--- delivery, one probe of webhook_deliveries_endpoint_due_idx however long its
--- backlog), oldest heads first. Claimed by moving their due time to the end
--- of a lease: the row locks last only this statement (SKIP LOCKED: several
--- processes never claim one delivery twice), the lease the attempt.
--- $1: how many, $2: lease seconds, $3: endpoint ids to skip.
+-- Due deliveries, at most one per endpoint, and only of endpoints whose lease
+-- is free: at most one attempt in flight per endpoint across all processes
+-- (contract §17). A hung endpoint holds one slot of one process, never more,
+-- and its other deliveries wait their turn. Each free endpoint's head (its
+-- earliest due delivery, one probe of webhook_deliveries_endpoint_due_idx
+-- however long its backlog), oldest heads first. Claimed by moving the head's
+-- due time to the end of a lease and taking the endpoint's lease until the
+-- same time, held by this claim (the delivery and its new attempt number),
+-- both in this one statement. The row locks last only this statement; the
+-- leases last the attempt, and a process that dies mid-attempt frees both
+-- when they expire. $1: how many, $2: lease seconds.
 WITH heads AS (
-  SELECT head.id
+  SELECT w.id AS endpoint_id, head.id
   FROM webhook_endpoints w
   CROSS JOIN LATERAL (
     SELECT id FROM webhook_deliveries
@@ -111,32 +113,63 @@ WITH heads AS (
     ORDER BY next_attempt_at, id
     LIMIT 1
   ) head
-  WHERE w.id <> ALL ($3::bigint[])
+  WHERE w.lease_until IS NULL OR w.lease_until <= now()
 ),
 due AS (
-  SELECT d.id FROM heads JOIN webhook_deliveries d ON d.id = heads.id
-  -- Checked again on the locked row: a head another process claimed meanwhile drops out.
+  SELECT d.id, d.endpoint_id, d.attempts + 1 AS attempt
+  FROM heads
+  JOIN webhook_deliveries d ON d.id = heads.id
+  JOIN webhook_endpoints w ON w.id = heads.endpoint_id
+  -- Checked again on the locked rows: a head or an endpoint that another
+  -- process claimed since this statement's snapshot drops out.
   WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    AND (w.lease_until IS NULL OR w.lease_until <= now())
   ORDER BY d.next_attempt_at, d.id
   LIMIT $1
-  FOR UPDATE OF d SKIP LOCKED
+  -- Both rows, SKIP LOCKED: of two processes racing, one claims the delivery
+  -- and the endpoint, the other passes over them, never waiting. NO KEY
+  -- UPDATE, the lock the UPDATEs below take anyway: FOR UPDATE would conflict
+  -- with the KEY SHARE lock every writing transaction holds on the endpoints
+  -- (InsertEvent), and a claim would skip every endpoint while one is open.
+  FOR NO KEY UPDATE OF d, w SKIP LOCKED
+),
+leased AS (
+  UPDATE webhook_endpoints w
+  SET lease_until = now() + make_interval(secs => $2::double precision),
+      lease_delivery_id = due.id, lease_attempt = due.attempt
+  FROM due
+  WHERE w.id = due.endpoint_id
+  RETURNING w.id, w.url, w.secret
 )
 UPDATE webhook_deliveries d
-SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision)
-FROM due, webhook_endpoints w, events e
-WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-RETURNING d.id, d.endpoint_id, d.attempts, w.url, w.secret, e.id AS event_id, e.type, e.data, e.created_at;
+SET attempts = due.attempt, next_attempt_at = now() + make_interval(secs => $2::double precision)
+FROM due, leased, events e
+WHERE d.id = due.id AND leased.id = d.endpoint_id AND e.id = d.event_id
+RETURNING d.id, d.endpoint_id, d.attempts, leased.url, leased.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
 -- name: RecordAttempt :one
 -- An attempt and the delivery's new state, together, only if the delivery is
 -- still this attempt's ($7: the attempt number it was claimed with): a late
--- result never overwrites a newer attempt's. $1: delivery, $2: HTTP status or
--- NULL, $3: error or NULL, $4: duration ms, $5: 'delivered', 'failed' or
+-- result never overwrites a newer attempt's. With them, the endpoint's lease
+-- is released, only if this attempt still holds it (its holder is this
+-- delivery and attempt number): an attempt that outlived its lease releases
+-- nothing that a newer claim has taken since. $1: delivery, $2: HTTP status
+-- or NULL, $3: error or NULL, $4: duration ms, $5: 'delivered', 'failed' or
 -- 'pending', $6: seconds until the next attempt (pending).
-WITH updated AS (
+WITH released AS (
+  UPDATE webhook_endpoints
+  SET lease_until = NULL, lease_delivery_id = NULL, lease_attempt = NULL
+  WHERE id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = $1)
+    AND lease_delivery_id = $1 AND lease_attempt = $7
+  RETURNING id
+),
+updated AS (
   UPDATE webhook_deliveries
   SET status = $5, next_attempt_at = now() + make_interval(secs => $6::double precision)
-  WHERE id = $1 AND attempts = $7 AND status = 'pending'
+  -- The count, always true, makes this wait for released: the endpoint's row
+  -- is locked before the delivery's, in the order a DELETE of the endpoint
+  -- takes them (its cascade), so that the two never deadlock.
+  WHERE id = $1 AND attempts = $7 AND status = 'pending' AND (SELECT count(*) FROM released) >= 0
   RETURNING id
 )
 INSERT INTO webhook_attempts (delivery_id, status, error, duration_ms)

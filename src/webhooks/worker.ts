@@ -1,16 +1,19 @@
 /**
  * The delivery worker (contract §15): claims due deliveries with
- * `FOR UPDATE SKIP LOCKED` and a lease, so several server processes never
- * deliver one at the same time; POSTs each with the Standard Webhooks
- * headers; records every attempt; retries with exponential backoff for about
- * a day, then marks the delivery failed. At least once: a process that dies
- * mid-attempt leaves the lease to expire, and the delivery is sent again with
- * the same `webhook-id`.
+ * `SKIP LOCKED` and a lease, so several server processes never deliver one
+ * at the same time; POSTs each with the Standard Webhooks headers; records
+ * every attempt; retries with exponential backoff for about a day, then marks
+ * the delivery failed. At least once: a process that dies mid-attempt leaves
+ * the lease to expire, and the delivery is sent again with the same
+ * `webhook-id`.
  *
- * Attempts run independently, up to `concurrency` at a time and at most
- * one per endpoint: each is recorded when it ends, and the worker claims
- * again at once, so an attempt that takes its whole time-out holds its own
- * slot and its own endpoint's queue, and delays no other endpoint.
+ * Attempts run independently, up to `concurrency` at a time in a process,
+ * and at most one per endpoint across all processes (contract §17): the claim
+ * takes the endpoint's lease in the database with the delivery's, and the
+ * record of the attempt releases it. Each attempt is recorded when it ends,
+ * and the worker claims again at once, so an attempt that takes its whole
+ * time-out holds its own slot and its own endpoint's queue, and delays no
+ * other endpoint.
  */
 import { createHmac } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -22,13 +25,13 @@ import { postJson } from './transport.ts';
 export interface WorkerOptions {
   /** How often to look for due deliveries. */
   readonly pollMs: number;
-  /** How long a claimed delivery is reserved for its attempt (longer than the time-out). */
+  /** How long a claimed delivery and its endpoint are reserved for the attempt (longer than the time-out). */
   readonly leaseSeconds: number;
   /** Seconds to wait before each retry; after the last, the delivery fails. */
   readonly retryDelaysSeconds: readonly number[];
   /** The deadline of one attempt, from the lookup to a 2xx answer's head, or another answer's last byte. */
   readonly timeoutMs: number;
-  /** How many attempts may be in flight at once in this process (never two to one endpoint). */
+  /** How many attempts may be in flight at once in this process (never two to one endpoint, in all processes). */
   readonly concurrency: number;
   readonly allowPrivate: boolean;
 }
@@ -70,6 +73,11 @@ export interface DeliveryWorker {
 export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOptions): DeliveryWorker {
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1)
     throw new RangeError(`webhook worker: concurrency must be a positive integer, not ${options.concurrency}`);
+  // An attempt that outlived its lease could run beside the next claim of its endpoint (contract §17).
+  if (options.leaseSeconds * 1000 <= options.timeoutMs)
+    throw new RangeError(
+      `webhook worker: the lease (${options.leaseSeconds} s) must outlast the time-out (${options.timeoutMs} ms)`,
+    );
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let claiming: Promise<void> | undefined;
@@ -80,8 +88,6 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
   // Each attempt in flight listens on it (transport.ts): up to `concurrency` at once, not a leak.
   setMaxListeners(Math.max(10, options.concurrency), aborted.signal);
   const inFlight = new Set<Promise<void>>();
-  // The endpoints of the attempts in flight: ClaimDeliveries skips them, so each has at most one at a time.
-  const busyEndpoints = new Set<number>();
 
   const attempt = async (delivery: Claimed): Promise<void> => {
     const id = `msg_${delivery.id}`;
@@ -112,7 +118,8 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     const retryIn = options.retryDelaysSeconds[delivery.attempts - 1];
     const outcome = ok ? 'delivered' : retryIn === undefined ? 'failed' : 'pending';
     // Fenced by the attempt number: if this attempt outlived its lease and
-    // another process claimed the delivery since, its result is dropped.
+    // another process claimed the delivery since, its result is dropped; and
+    // the endpoint's lease is released only if this attempt still holds it.
     const recorded = await db.one('RecordAttempt', [
       delivery.id,
       status,
@@ -142,15 +149,13 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
   };
 
   const run = (delivery: Claimed) => {
-    busyEndpoints.add(delivery.endpoint_id);
     const done: Promise<void> = attempt(delivery)
       .catch((error: unknown) =>
         log.warn('webhook attempt not recorded', { delivery: delivery.id, error: String(error) }),
       )
       .finally(() => {
         inFlight.delete(done);
-        busyEndpoints.delete(delivery.endpoint_id);
-        // At once: the endpoint may have more due, which no claim could take while this attempt ran.
+        // At once: the endpoint may have more due, which no claim could take while this attempt held its lease.
         wake(0);
       });
     inFlight.add(done);
@@ -158,14 +163,15 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
 
   /**
    * Claims as many due deliveries as there are free slots (at least one: see
-   * wake), at most one per endpoint and none for a busy endpoint, and starts them.
+   * wake), at most one per endpoint and none for an endpoint whose lease
+   * another attempt holds, in this process or another, and starts them.
    */
   const claim = async (): Promise<void> => {
     const free = options.concurrency - inFlight.size;
     freedWhileClaiming = false;
     let claimed: Claimed[] = [];
     try {
-      claimed = await db.many<Claimed>('ClaimDeliveries', [free, options.leaseSeconds, [...busyEndpoints].map(String)]);
+      claimed = await db.many<Claimed>('ClaimDeliveries', [free, options.leaseSeconds]);
     } catch (error) {
       log.warn('webhook worker could not claim deliveries', { error: String(error) });
     }
