@@ -5,7 +5,8 @@ import { EnvFileError, loadEnvFile } from './config/env-file.ts';
 import { createLogger, errorFields } from './base/logger.ts';
 import { type RunningServer, startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
-import { EmbeddedDatabaseError, isDatabaseUnavailable } from './db/errors.ts';
+import { EmbeddedDatabaseError, isDatabaseUnavailable, poolerHint } from './db/errors.ts';
+import { answerPrimary, createInstanceFigures, localSnapshot } from './metrics/instance.ts';
 
 async function main(): Promise<void> {
   const startedAt = performance.now();
@@ -35,6 +36,12 @@ async function main(): Promise<void> {
     log.warn('database unavailable (no request waiting)', errorFields(reason));
   });
   if (config.workers > 1 && cluster.isPrimary) {
+    // contract §17: without Redis each worker counts its own windows.
+    if (config.rateLimit !== undefined && config.redisUrl === undefined)
+      log.warn('rate limits: counted per process (no REDIS_URL)', {
+        workers: config.workers,
+        instanceAllows: `up to ${config.workers} × ${config.rateLimit.limit} per ${config.rateLimit.windowSeconds} s`,
+      });
     runPrimary(config.workers, log, startedAt);
     return;
   }
@@ -56,6 +63,8 @@ async function main(): Promise<void> {
     // reached, a data directory in use) is one line for the operator, not a stack.
     const known = error instanceof MigrationError || error instanceof EmbeddedDatabaseError;
     process.stderr.write(`orders: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+    const hint = poolerHint(error);
+    if (hint !== undefined) process.stderr.write(`orders: ${hint}\n`);
     if (!known) log.error('start-up failed', errorFields(error));
     process.exit(1);
   }
@@ -74,6 +83,10 @@ async function main(): Promise<void> {
   // Before "listening" is announced: whoever reads it may signal at once.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  if (cluster.isWorker) {
+    // contract §13: the primary asks a worker for its figures once it says it listens (below).
+    answerPrimary(() => localSnapshot(server.metrics, server.db.pool, server.sharedLimits?.status()));
+  }
   const database =
     server.db.kind === 'embedded'
       ? config.databaseUrl === 'memory:'
@@ -84,7 +97,7 @@ async function main(): Promise<void> {
     url: server.url,
     database,
     startupMs: Math.round(performance.now() - startedAt),
-    ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}),
+    ...(cluster.isWorker ? { worker: cluster.worker?.id, pid: process.pid } : {}),
   });
   if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
   else process.send?.({ listening: server.url, database });
@@ -92,8 +105,10 @@ async function main(): Promise<void> {
 
 /**
  * `WORKERS=N`: N HTTP processes on one port (node:cluster), each with its own
- * pool; the primary only forks, restarts a worker that dies, and passes
- * SIGTERM/SIGINT on. Rate limits are per worker (docs/operations.md).
+ * pool; the primary forks, restarts a worker that dies, passes SIGTERM/SIGINT
+ * on, and sums the workers' figures for GET /metrics (contract §13,
+ * src/metrics/instance.ts). Rate limits are per worker unless REDIS_URL
+ * shares them (contract §17; docs/operations.md).
  */
 function runPrimary(workers: number, log: ReturnType<typeof createLogger>, startedAt: number): void {
   let stopping = false;
@@ -109,15 +124,21 @@ function runPrimary(workers: number, log: ReturnType<typeof createLogger>, start
     }
   };
   const ready = new Set<number>();
+  const figures = createInstanceFigures(log);
   const fork = () => {
     const worker = cluster.fork();
     worker.on('message', (message: { listening?: string; database?: string }) => {
-      if (message.listening !== undefined) ready.add(worker.id);
+      if (figures.onMessage(worker, message)) return;
+      if (message.listening !== undefined) {
+        ready.add(worker.id);
+        figures.join(worker);
+      }
       onMessage(message);
     });
   };
   for (let i = 0; i < workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
+    figures.leave(worker);
     if (stopping) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(process.exitCode ?? 0);
       return;

@@ -32,6 +32,10 @@ describe('WORKERS=2', { skip: REAL_SERVER_URL ? false : 'needs a real PostgreSQL
       ].map((m) => m[1]),
     );
     assert.equal(workers.size, 2);
+    // contract §17: without REDIS_URL each worker counts its own windows, and the start-up log says so, once.
+    const perProcess = service.stdout().match(/"message":"rate limits: counted per process \(no REDIS_URL\)"[^\n]*/g);
+    assert.equal(perProcess?.length, 1);
+    assert.match(perProcess?.[0] ?? '', /"workers":2,"instanceAllows":"up to 2 × 600 per 60 s"/);
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
     assert.equal(code, 0);

@@ -1,7 +1,7 @@
 /** withDeadline() (src/db/errors.ts): the bound on a request's wait for the database (contract §11). */
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
-import { DeadlineExceeded, isDatabaseUnavailable, withDeadline } from '../src/db/errors.ts';
+import { DeadlineExceeded, isDatabaseUnavailable, poolerHint, withDeadline } from '../src/db/errors.ts';
 
 describe('withDeadline()', () => {
   it('settles as the work does when it settles in time, and clears its timer', async () => {
@@ -46,4 +46,20 @@ describe('withDeadline()', () => {
       mock.timers.reset();
     }
   });
+});
+
+describe('poolerHint()', () => {
+  const hint = 'a transaction-mode pooler (PgBouncer) between the service and PostgreSQL needs DB_PREPARE=off';
+  const cases: [string, unknown, string | undefined][] = [
+    ['a prepared statement the session does not know (26000)', { code: '26000', message: 'prepared…' }, hint],
+    ["a pooler's refusal", { message: 'unsupported startup parameter: statement_timeout' }, hint],
+    ['a unique violation', { code: '23505', message: 'duplicate key' }, undefined],
+    ['a connection reset', { code: 'ECONNRESET' }, undefined],
+    ['no object', 'text', undefined],
+  ];
+  for (const [name, error, expected] of cases) {
+    it(`says ${expected === undefined ? 'nothing' : 'DB_PREPARE=off'} for ${name}`, () => {
+      assert.equal(poolerHint(error), expected);
+    });
+  }
 });

@@ -142,12 +142,18 @@ describe('GET /metrics on the real server', () => {
 
   before(async () => {
     // Deliveries fail at their first failed attempt: one endpoint refuses (failed), one never answers (pending).
-    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: '1' }, undefined, undefined, {
-      pollMs: 20,
-      leaseSeconds: 120,
-      retryDelaysSeconds: [],
-      timeoutMs: 60_000,
-    });
+    // Every scrape reads the database's figures, so that a test can wait for them to change.
+    t = await startTestServer(
+      { WEBHOOK_ALLOW_PRIVATE: '1' },
+      undefined,
+      { metricsDatabaseMaxAgeMs: 0 },
+      {
+        pollMs: 20,
+        leaseSeconds: 120,
+        retryDelaysSeconds: [],
+        timeoutMs: 60_000,
+      },
+    );
     hanging = await startReceiver(() => null);
     refusing = await startReceiver(() => 500);
   });
@@ -366,10 +372,12 @@ describe('GET /metrics while the pool is busy', () => {
   before(async () => {
     // One connection, held by a payment's transaction until the test lets it go;
     // the webhook worker polls once, at start, so that nothing else uses the pool.
+    // Every scrape reads the database's figures (the next describe keeps them).
     t = await startTestServer(
       { DB_POOL_MAX: '1' },
       undefined,
       {
+        metricsDatabaseMaxAgeMs: 0,
         afterPaymentInsert: () => {
           held();
           return new Promise<void>((resolve) => {
@@ -419,5 +427,65 @@ describe('GET /metrics while the pool is busy', () => {
     assert.equal((await paying).status, 201);
     const after = await (await fetch(`${t.url}/metrics`)).text();
     assert.equal(sampleValue(after, 'orders_metrics_database_success'), 1);
+  });
+});
+
+describe("GET /metrics keeps the database's figures 10 s", () => {
+  let t: TestServer;
+  let release: () => void = () => {};
+  let held: () => void = () => {};
+  const inside = new Promise<void>((resolve) => {
+    held = resolve;
+  });
+  before(async () => {
+    // As above: one connection, held by a payment until the test lets it go; the figures kept 10 s (the default).
+    t = await startTestServer(
+      { DB_POOL_MAX: '1' },
+      undefined,
+      {
+        afterPaymentInsert: () => {
+          held();
+          return new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        },
+      },
+      { pollMs: 3_600_000 },
+    );
+  });
+  after(async () => {
+    release();
+    await t.close();
+  });
+
+  it('repeats the last read within 10 s: a new event is not seen, and a busy pool holds no scrape', async () => {
+    const first = await (await fetch(`${t.url}/metrics`)).text();
+    assert.equal(sampleValue(first, 'orders_metrics_database_success'), 1);
+    assert.equal(sampleValue(first, 'orders_event_log_oldest_event_age_seconds'), 0);
+    const who = await t.user('customer');
+    const created = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(who.token), 'content-type': 'application/json' },
+      body: '{"items":[{"productId":1,"qty":2}]}',
+    });
+    assert.equal(created.status, 201);
+    const order = await created.json();
+    // The log now holds an event, and the only connection is taken: a read would see the one, and wait 1 s.
+    const paying = t.fetch('/v1/payments', {
+      method: 'POST',
+      headers: { ...bearer(who.token), 'content-type': 'application/json', 'idempotency-key': 'metrics-kept' },
+      body: JSON.stringify({ orderId: order.id, amount: order.total, currency: order.currency }),
+    });
+    await inside;
+    const started = performance.now();
+    const kept = await (await fetch(`${t.url}/metrics`)).text();
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 900, `${elapsed} ms`);
+    assert.equal(sampleValue(kept, 'orders_db_pool_connections_in_use'), 1);
+    assert.equal(sampleValue(kept, 'orders_metrics_database_success'), 1);
+    assert.equal(sampleValue(kept, 'orders_event_log_oldest_event_age_seconds'), 0);
+    assert.equal(sampleValue(kept, 'orders_webhook_deliveries', '{status="pending"}'), 0);
+    release();
+    assert.equal((await paying).status, 201);
   });
 });

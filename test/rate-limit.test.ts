@@ -5,7 +5,7 @@ import type { RouteSpec } from '../src/pipeline/context.ts';
 import type { Authenticator } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
-import { addressGroup, createRateLimiter, rateLimitField } from '../src/http/rate-limit.ts';
+import { addressGroup, createRateLimiter, decide, rateLimitField } from '../src/http/rate-limit.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { createLogger } from '../src/base/logger.ts';
 
@@ -103,6 +103,23 @@ describe('createRateLimiter()', () => {
   it('states its policy', () => {
     assert.equal(createRateLimiter({ limit: 600, windowSeconds: 60 }).policy, '"default";q=600;w=60');
   });
+});
+
+describe('decide()', () => {
+  // The rule both the local tables and the windows shared through Redis (src/limits/) apply.
+  const cases: [number, number, number, ReturnType<typeof decide>][] = [
+    [600, 1, 60_000, { allowed: true, remaining: 599, resetSeconds: 60 }],
+    [10, 10, 59_001, { allowed: true, remaining: 0, resetSeconds: 60 }],
+    [10, 11, 59_000, { allowed: false, remaining: 0, resetSeconds: 59 }],
+    [10, 25, 1, { allowed: false, remaining: 0, resetSeconds: 1 }],
+    // A window whose time is up as it is counted still says at least 1 s.
+    [10, 3, 0, { allowed: true, remaining: 7, resetSeconds: 1 }],
+  ];
+  for (const [limit, count, msLeft, expected] of cases) {
+    it(`decides request ${count} of ${limit} with ${msLeft} ms left`, () => {
+      assert.deepEqual(decide(limit, count, msLeft), expected);
+    });
+  }
 });
 
 describe('rateLimitField()', () => {

@@ -76,3 +76,17 @@ export const UNIQUE_VIOLATION = '23505';
 export class EmbeddedDatabaseError extends Error {
   override name = 'EmbeddedDatabaseError';
 }
+
+/**
+ * What the operator should check when `error` points at a transaction-mode
+ * pooler in front of a service with `DB_PREPARE=on` (contract §17): a
+ * prepared statement the server session does not know (26000), or a
+ * startup parameter the pooler refuses. `undefined` for any other error.
+ */
+export function poolerHint(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const refused = typeof message === 'string' && message.startsWith('unsupported startup parameter');
+  if (code !== '26000' && !refused) return undefined;
+  return 'a transaction-mode pooler (PgBouncer) between the service and PostgreSQL needs DB_PREPARE=off';
+}

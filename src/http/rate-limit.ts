@@ -7,7 +7,9 @@
  * window, so a flood of new clients shares a single budget and can never give
  * a limited client a fresh one. Memory stays bounded (`maxKeys` + 1 windows)
  * whatever the traffic. The header fields follow
- * draft-ietf-httpapi-ratelimit-headers.
+ * draft-ietf-httpapi-ratelimit-headers. These are one process's windows;
+ * with `REDIS_URL`, src/limits/ counts in windows shared through Redis and
+ * falls back to these while Redis cannot be reached (contract §17).
  */
 import { isIPv4, isIPv6 } from 'node:net';
 /** A budget: `limit` requests per window of `windowSeconds` (RATE_LIMIT). */
@@ -93,13 +95,26 @@ export function createRateLimiter(
       window.count += 1;
       // Elapsed time first: (start + windowMs) - at is not exact in floating point
       // and could round a fresh 60 s window up to 61.
-      const resetSeconds = Math.max(1, Math.ceil((windowMs - (at - window.start)) / 1000));
-      return {
-        allowed: window.count <= config.limit,
-        remaining: Math.max(0, config.limit - window.count),
-        resetSeconds,
-      };
+      return decide(config.limit, window.count, windowMs - (at - window.start));
     },
+  };
+}
+
+/**
+ * The decision for the `count`-th request of a window that ends in `msLeft`
+ * milliseconds: the same for a window of this process's tables and for a
+ * window shared through Redis (src/limits/, contract §10).
+ *
+ * ```ts
+ * decide(600, 1, 60_000); // { allowed: true, remaining: 599, resetSeconds: 60 }
+ * decide(600, 601, 200);  // { allowed: false, remaining: 0, resetSeconds: 1 }
+ * ```
+ */
+export function decide(limit: number, count: number, msLeft: number): RateDecision {
+  return {
+    allowed: count <= limit,
+    remaining: Math.max(0, limit - count),
+    resetSeconds: Math.max(1, Math.ceil(msLeft / 1000)),
   };
 }
 

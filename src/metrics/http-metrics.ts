@@ -6,9 +6,12 @@
  * expression: a route's label is made once, when its first request is
  * counted. Labels come only from the route table and fixed lists, never
  * from the request (no id, token or raw path): a path no route matches is
- * counted as `unmatched`, a method outside the list as `other`.
+ * counted as `unmatched`, a method outside the list as `other`. A scrape
+ * takes a `snapshot()`, plain data (src/metrics/snapshot.ts), which is also
+ * what a cluster worker sends its primary for the instance's sum (contract §13).
  */
-import { family, labels, sample } from './exposition.ts';
+import { labels } from './exposition.ts';
+import { type FamilyDoc, type Histogram, renderFamilies, type Snapshot } from './snapshot.ts';
 
 /** The route label of a request no route matched. */
 export const UNMATCHED = 'unmatched';
@@ -41,9 +44,33 @@ export interface HttpMetrics {
   request(pattern: string | undefined, method: string, status: number | undefined, seconds: number): void;
   /** Counts one request refused with 429 by the users' or the addresses' table. */
   rateLimited(limiter: Limiter): void;
-  /** The families above, in the text exposition format. */
+  /** The figures so far as plain data (src/metrics/snapshot.ts), the families of `HTTP_FAMILIES`. */
+  snapshot(): Snapshot;
+  /** This recorder's families alone, in the text exposition format. */
   render(): string;
 }
+
+/** What the exposition says of the families the recorder keeps, in the order it writes them. */
+export const HTTP_FAMILIES: readonly FamilyDoc[] = [
+  {
+    name: 'orders_http_requests_total',
+    type: 'counter',
+    help: 'Requests answered, by route pattern, method and status (aborted: the client left before the answer).',
+  },
+  {
+    name: 'orders_http_request_duration_seconds',
+    type: 'histogram',
+    help: "Time from a request's arrival to its answer, by route pattern and method.",
+    buckets: DURATION_BUCKETS,
+  },
+  {
+    name: 'orders_rate_limited_total',
+    type: 'counter',
+    help:
+      "Requests refused with 429, by the table that refused them (user: a token's user; address: a client " +
+      'address).',
+  },
+];
 
 interface MethodSeries {
   /** Requests by status (a number, or 0 for aborted). */
@@ -93,7 +120,7 @@ export function createHttpMetrics(): HttpMetrics {
     return series;
   };
 
-  return {
+  const metrics: HttpMetrics = {
     request(pattern, method, status, seconds) {
       const series = seriesOf(pattern, method);
       const code = status ?? 0;
@@ -108,65 +135,39 @@ export function createHttpMetrics(): HttpMetrics {
     rateLimited(limiter) {
       refused[limiter] += 1;
     },
-    render() {
-      const requests: string[] = [];
-      const durations: string[] = [];
+    snapshot() {
+      const requests: Record<string, number> = {};
+      const durations: Record<string, Histogram> = {};
       for (const route of routes.values()) {
         for (const [method, series] of route.methods) {
           for (const [status, count] of series.statuses) {
-            requests.push(
-              sample(
-                'orders_http_requests_total',
-                labels({ route: route.label, method, status: status === 0 ? 'aborted' : String(status) }),
-                count,
-              ),
-            );
+            const code = status === 0 ? 'aborted' : String(status);
+            requests[labels({ route: route.label, method, status: code })] = count;
           }
           if (series.count === 0) continue;
-          let cumulative = 0;
-          for (let i = 0; i <= DURATION_BUCKETS.length; i++) {
-            cumulative += series.buckets[i] as number;
-            const le = i < DURATION_BUCKETS.length ? String(DURATION_BUCKETS[i]) : '+Inf';
-            durations.push(
-              sample(
-                'orders_http_request_duration_seconds_bucket',
-                labels({ route: route.label, method, le }),
-                cumulative,
-              ),
-            );
-          }
-          durations.push(
-            sample('orders_http_request_duration_seconds_sum', labels({ route: route.label, method }), series.sum),
-          );
-          durations.push(
-            sample('orders_http_request_duration_seconds_count', labels({ route: route.label, method }), series.count),
-          );
+          durations[labels({ route: route.label, method })] = {
+            buckets: Array.from(series.buckets),
+            sum: series.sum,
+            count: series.count,
+          };
         }
       }
-      return [
-        family(
-          'orders_http_requests_total',
-          'counter',
-          'Requests answered, by route pattern, method and status (aborted: the client left before the answer).',
-          requests,
-        ),
-        family(
-          'orders_http_request_duration_seconds',
-          'histogram',
-          "Time from a request's arrival to its answer, by route pattern and method.",
-          durations,
-        ),
-        family(
-          'orders_rate_limited_total',
-          'counter',
-          "Requests refused with 429, by the table that refused them (user: a token's user; address: a client " +
-            'address).',
-          [
-            sample('orders_rate_limited_total', labels({ limiter: 'user' }), refused.user),
-            sample('orders_rate_limited_total', labels({ limiter: 'address' }), refused.address),
-          ],
-        ),
-      ].join('');
+      // A new counter is one line here and one in HTTP_FAMILIES: merging and rendering know no family by name.
+      return {
+        counters: {
+          orders_http_requests_total: requests,
+          orders_rate_limited_total: {
+            [labels({ limiter: 'user' })]: refused.user,
+            [labels({ limiter: 'address' })]: refused.address,
+          },
+        },
+        histograms: { orders_http_request_duration_seconds: durations },
+        gauges: {},
+      };
+    },
+    render() {
+      return renderFamilies(metrics.snapshot(), HTTP_FAMILIES);
     },
   };
+  return metrics;
 }

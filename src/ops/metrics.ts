@@ -1,12 +1,14 @@
 /**
- * `GET /metrics` (contract §16): the service's figures in the Prometheus text
- * exposition format. No token unless `METRICS_TOKEN` is set, then that
+ * `GET /metrics` (contract §13, §16): the service's figures in the Prometheus
+ * text exposition format. No token unless `METRICS_TOKEN` is set, then that
  * bearer token (compared in constant time). Outside the API versions, never
  * cached, and a successful scrape is not counted against any rate limit
  * (src/pipeline/pipeline.ts; docs/operations.md, "Metrics").
  *
- * The database's figures (webhook deliveries, the event log's age) come from
- * one statement with a deadline: a database that does not answer in time
+ * The figures are the instance's: with `WORKERS=N`, every worker's summed
+ * (src/metrics/instance.ts). The database's (webhook deliveries, the event
+ * log's age) come from one statement with a deadline, read at most once per
+ * `METRICS_DATABASE_MAX_AGE_MS`: a database that does not answer in time
  * leaves them out and sets `orders_metrics_database_success` to 0, so a
  * stalled database never hangs a scrape.
  */
@@ -19,9 +21,15 @@ import { fieldOf } from '../http/node-adapter.ts';
 import { HttpError } from '../http/problem.ts';
 import { bufferedResponse } from '../http/response.ts';
 import { EXPOSITION_CONTENT_TYPE, family, labels, sample } from '../metrics/exposition.ts';
+import { HTTP_FAMILIES, type HttpMetrics } from '../metrics/http-metrics.ts';
+import { instanceView, localSnapshot } from '../metrics/instance.ts';
+import { POOL_FAMILIES, PROCESS_FAMILIES, SHARED_LIMIT_FAMILIES } from '../metrics/process-figures.ts';
+import { renderFamilies } from '../metrics/snapshot.ts';
 
 /** How long a scrape waits for the database's figures. */
 export const METRICS_DATABASE_TIMEOUT_MS = 1_000;
+/** contract §13: how long the database's figures are kept; a scrape within it of their read repeats them. */
+export const METRICS_DATABASE_MAX_AGE_MS = 10_000;
 
 const REALM = 'metrics';
 
@@ -30,6 +38,15 @@ interface Figures {
   deliveries_failed: number;
   oldest_event_age_seconds: number;
 }
+
+/** A read of the database's figures: when it began, and what it gave (`undefined`: nothing in time). */
+interface Read {
+  readonly at: number;
+  readonly figures: Promise<Figures | undefined>;
+}
+
+/** The last read, per app (one per process but in tests): by the app's recorder, which it makes once. */
+const lastReads = new WeakMap<HttpMetrics, Read>();
 
 export const metricsRoute: RouteSpec = {
   method: 'GET',
@@ -42,10 +59,12 @@ export const metricsRoute: RouteSpec = {
     description: [
       "The service's figures in the Prometheus text exposition format 0.0.4 (text/plain; version=0.0.4): " +
         'requests by route pattern, method and status;',
-      'latency by route pattern and method; rate-limit refusals; the database pool; webhook deliveries pending ' +
+      'latency by route pattern and method; rate-limit refusals, and with REDIS_URL the requests counted without ' +
+        'Redis; the database pool; webhook deliveries pending ' +
         'and failed; the age of the oldest event in the log;',
-      "and the process's memory, CPU time and start time. Needs no token unless the server sets METRICS_TOKEN, " +
-        'then that bearer token (401 otherwise).',
+      "and the process's memory, CPU time and start time. With WORKERS=N the figures are the instance's: every " +
+        "worker's summed. The database's figures are read at most once per 10 s.",
+      'Needs no token unless the server sets METRICS_TOKEN, then that bearer token (401 otherwise).',
       'Never cached; a successful scrape is not counted against the rate limit.',
     ].join(' '),
     success: { status: 200 },
@@ -55,9 +74,21 @@ export const metricsRoute: RouteSpec = {
     if (metrics === undefined) throw new Error("GET /metrics needs the pipeline's metrics (createApp sets them)");
     authorize(ctx);
     // The pool as the service's own work uses it: read before the scrape's statement.
-    const pool = poolFamilies(ctx.db);
-    const figures = await databaseFigures(ctx.db);
-    const text = metrics.render() + pool + databaseFamilies(figures) + processFamilies();
+    const local = localSnapshot(metrics, ctx.db.pool, ctx.services.sharedLimits?.status());
+    const [view, figures] = await Promise.all([instanceView(local), databaseFigures(ctx, metrics)]);
+    if (view.workers !== undefined)
+      ctx.services.log.debug('metrics: instance view', {
+        requestId: ctx.requestId,
+        pid: process.pid,
+        workers: view.workers,
+        stale: view.stale,
+      });
+    const text =
+      renderFamilies(view.figures, HTTP_FAMILIES) +
+      renderFamilies(view.figures, POOL_FAMILIES) +
+      renderFamilies(view.figures, SHARED_LIMIT_FAMILIES) +
+      databaseFamilies(figures) +
+      renderFamilies(view.figures, PROCESS_FAMILIES);
     return bufferedResponse(Buffer.from(text, 'utf8'), {
       status: 200,
       headers: { 'content-type': EXPOSITION_CONTENT_TYPE, 'cache-control': 'no-store' },
@@ -88,8 +119,23 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text, 'utf8').digest();
 }
 
+/**
+ * The database's figures: those of the last read when it began less than
+ * `METRICS_DATABASE_MAX_AGE_MS` ago (a read under way included, so that
+ * scrapes at once share it), else of a new read.
+ */
+function databaseFigures(ctx: RequestContext, recorder: HttpMetrics): Promise<Figures | undefined> {
+  const maxAge = ctx.services.hooks?.metricsDatabaseMaxAgeMs ?? METRICS_DATABASE_MAX_AGE_MS;
+  const now = performance.now();
+  const last = lastReads.get(recorder);
+  if (last !== undefined && now - last.at < maxAge) return last.figures;
+  const read: Read = { at: now, figures: readFigures(ctx.db) };
+  lastReads.set(recorder, read);
+  return read.figures;
+}
+
 /** The statement's figures, or `undefined` when the database did not give them in time. */
-async function databaseFigures(db: Db): Promise<Figures | undefined> {
+async function readFigures(db: Db): Promise<Figures | undefined> {
   try {
     return await withDeadline(db.one<Figures>('MetricsFigures'), METRICS_DATABASE_TIMEOUT_MS);
   } catch {
@@ -99,30 +145,13 @@ async function databaseFigures(db: Db): Promise<Figures | undefined> {
   }
 }
 
-function poolFamilies(db: Db): string {
-  const { pool } = db;
-  return [
-    family(
-      'orders_db_pool_max_connections',
-      'gauge',
-      'Connections the database pool may open (DB_POOL_MAX; 1 for the embedded database).',
-      [sample('orders_db_pool_max_connections', '', pool.size)],
-    ),
-    family('orders_db_pool_connections_in_use', 'gauge', 'Pool connections busy with a statement or a transaction.', [
-      sample('orders_db_pool_connections_in_use', '', pool.inUse),
-    ]),
-    family('orders_db_pool_queries_waiting', 'gauge', 'Statements and transactions waiting for a pool connection.', [
-      sample('orders_db_pool_queries_waiting', '', pool.waiting),
-    ]),
-  ].join('');
-}
-
 function databaseFamilies(figures: Figures | undefined): string {
   const success = family(
     'orders_metrics_database_success',
     'gauge',
-    `1 when this scrape read the database's figures (webhook deliveries, event log age) within ` +
-      `${METRICS_DATABASE_TIMEOUT_MS} ms, else 0 and they are left out.`,
+    `1 when the last read of the database's figures (webhook deliveries, event log age) got them within ` +
+      `${METRICS_DATABASE_TIMEOUT_MS} ms, else 0 and they are left out. They are read at most once per ` +
+      `${METRICS_DATABASE_MAX_AGE_MS / 1000} s: a scrape sooner after a read repeats its outcome.`,
     [sample('orders_metrics_database_success', '', figures === undefined ? 0 : 1)],
   );
   if (figures === undefined) return success;
@@ -148,23 +177,4 @@ function databaseFamilies(figures: Figures | undefined): string {
       ),
     ].join('')
   );
-}
-
-/** When this process started, in seconds since the epoch. */
-const START_TIME_SECONDS = Math.round(performance.timeOrigin) / 1000;
-
-/** The standard process families (the names every Prometheus client library uses). */
-function processFamilies(): string {
-  const cpu = process.cpuUsage();
-  return [
-    family('process_cpu_seconds_total', 'counter', 'Total user and system CPU time spent in seconds.', [
-      sample('process_cpu_seconds_total', '', (cpu.user + cpu.system) / 1e6),
-    ]),
-    family('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', [
-      sample('process_resident_memory_bytes', '', process.memoryUsage.rss()),
-    ]),
-    family('process_start_time_seconds', 'gauge', 'Start time of the process since unix epoch in seconds.', [
-      sample('process_start_time_seconds', '', START_TIME_SECONDS),
-    ]),
-  ].join('');
 }

@@ -11,6 +11,7 @@ import type { Method, Params } from '../http/router.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { CachePolicy } from '../http/semantics.ts';
 import type { HttpMetrics } from '../metrics/http-metrics.ts';
+import type { SharedLimits } from '../limits/shared-limits.ts';
 import type { RouteDoc } from '../openapi/types.ts';
 
 export interface Services {
@@ -27,6 +28,11 @@ export interface Services {
   readonly hooks?: TestHooks;
   /** What the pipeline counts for GET /metrics; `createApp()` makes it when not given. */
   readonly metrics?: HttpMetrics;
+  /**
+   * With `REDIS_URL` (and `RATE_LIMIT` not `off`): the rate-limit windows shared through Redis (contract
+   * §10, §17), which fall back to the pipeline's own tables; absent, the pipeline counts in its own alone.
+   */
+  readonly sharedLimits?: SharedLimits;
 }
 
 export interface TestHooks {
@@ -34,6 +40,10 @@ export interface TestHooks {
   afterPaymentInsert?(): Promise<void>;
   /** The rate limiter's table bound (default `DEFAULT_MAX_KEYS`), small so that a test can overfill it. */
   readonly rateLimitMaxKeys?: number;
+  /** How long GET /metrics keeps the database's figures (default `METRICS_DATABASE_MAX_AGE_MS`); 0: never. */
+  readonly metricsDatabaseMaxAgeMs?: number;
+  /** The shared limits' key prefix (default `REDIS_KEY_PREFIX`), so that test runs sharing a Redis never meet. */
+  readonly redisKeyPrefix?: string;
 }
 
 export interface RequestContext {

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { insufficientScope, type Principal } from '../auth/authenticator.ts';
-import { isDatabaseUnavailable, withDeadline } from '../db/errors.ts';
+import { isDatabaseUnavailable, poolerHint, withDeadline } from '../db/errors.ts';
 import { ClientAbortError, readBody } from '../http/body.ts';
 import { ACCEPT_PATCH } from '../http/json-body.ts';
 import { fieldOf, type ClientInfo } from '../http/node-adapter.ts';
@@ -70,6 +70,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
           addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
         };
+  // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
+  const shared = limits === undefined ? undefined : services.sharedLimits;
   const versions = versionPolicy(config);
   // What a handler sees of the services: all but the pool, which it reaches only through `ctx.db`.
   const { db: database, ...handlerServices } = services;
@@ -126,7 +128,11 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
       // Requests refused before reaching their route's limit check (401, 404,
       // 405, 406, 413…) count against the client address, and are refused
       // with 429 past it, so that guessing tokens or paths is limited too.
-      rate = limits.addresses.consume(addressGroup(address));
+      const group = addressGroup(address);
+      rate =
+        shared === undefined
+          ? limits.addresses.consume(group)
+          : await shared.consume('addresses', group, limits.addresses);
       if (!rate.allowed) {
         metrics.rateLimited('address');
         response = problemResponse(rateLimited(rate), path, requestId);
@@ -210,7 +216,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
       if (route.auth !== 'public') {
         principal = await services.authenticator.authenticate(fieldOf(request, 'authorization'));
         if (limits !== undefined) {
-          rate = limits.users.consume(String(principal.userId));
+          const user = String(principal.userId);
+          rate = shared === undefined ? limits.users.consume(user) : await shared.consume('users', user, limits.users);
           if (!rate.allowed) {
             metrics.rateLimited('user');
             throw rateLimited(rate);
@@ -218,7 +225,11 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
       } else if (limits !== undefined && (route.rateLimited ?? true) === true) {
-        rate = limits.addresses.consume(addressGroup(address));
+        const group = addressGroup(address);
+        rate =
+          shared === undefined
+            ? limits.addresses.consume(group)
+            : await shared.consume('addresses', group, limits.addresses);
         if (!rate.allowed) {
           metrics.rateLimited('address');
           throw rateLimited(rate);
@@ -295,7 +306,15 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         log.warn('database unavailable', { requestId, ...errorFields(error) });
         return unavailableError();
       }
-      log.error('unhandled error', { requestId, method: request.method, path: url.pathname, ...errorFields(error) });
+      // contract §17: a pooler's refusal is a configuration mistake the log names.
+      const hint = poolerHint(error);
+      log.error('unhandled error', {
+        requestId,
+        method: request.method,
+        path: url.pathname,
+        ...errorFields(error),
+        ...(hint === undefined ? {} : { hint }),
+      });
       return internalError();
     }
   };

@@ -14,6 +14,8 @@ import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import { createNodeServer, type NodeServer } from '../http/node-adapter.ts';
 import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
+import { openSharedLimits, type SharedLimits } from '../limits/shared-limits.ts';
+import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
 import {
   DEFAULT_WORKER_OPTIONS,
   startDeliveryWorker,
@@ -38,6 +40,10 @@ export interface RunningServer {
   readonly url: string;
   readonly port: number;
   readonly db: Database;
+  /** The rate limits shared through Redis, with `REDIS_URL` (and `RATE_LIMIT` not `off`); else `undefined`. */
+  readonly sharedLimits: SharedLimits | undefined;
+  /** What the app counts for GET /metrics: a cluster worker reports it to the primary (contract §13). */
+  readonly metrics: HttpMetrics;
   /** Stops accepting, lets requests in flight finish (up to `graceMs`), closes the database. */
   close(graceMs?: number): Promise<void>;
 }
@@ -58,6 +64,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
   let worker: DeliveryWorker | undefined;
+  let sharedLimits: SharedLimits | undefined;
+  const metrics = createHttpMetrics();
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info('migrations applied', { migrations: applied });
@@ -66,14 +74,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const tokens = await createDemoTokens(db);
       options.onDemoTokens?.(tokens);
     }
+    // contract §17: waits for Redis at most its connect time-out; unreachable, the process counts on its own.
+    if (config.redisUrl !== undefined && config.rateLimit !== undefined) {
+      const keyPrefix = options.hooks?.redisKeyPrefix;
+      sharedLimits = await openSharedLimits({
+        url: config.redisUrl,
+        limit: config.rateLimit,
+        log,
+        ...(keyPrefix === undefined ? {} : { keyPrefix }),
+      });
+    }
     const app = createApp(
       {
         config,
+        metrics,
         db,
         log,
         authenticator: createAuthenticator(db),
         ...(options.hooks ? { hooks: options.hooks } : {}),
         ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }),
+        ...(sharedLimits === undefined ? {} : { sharedLimits }),
       },
       routes,
     );
@@ -87,22 +107,27 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
   } catch (error) {
     server?.server.close();
+    sharedLimits?.close();
     await db.close(0);
     throw error;
   }
   const { port } = server.server.address() as AddressInfo;
   const running = server;
+  const limits = sharedLimits;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host}:${port}`,
     port,
     db,
+    sharedLimits: limits,
+    metrics,
     close(graceMs = SHUTDOWN_GRACE_MS) {
       clearInterval(purgeTimer);
       // Stop accepting at once; the worker stops alongside (aborting its
-      // attempts, which are recorded and retried later); the database last.
-      closing ??= shutdown(running, db, graceMs, worker?.stop() ?? Promise.resolve());
+      // attempts, which are recorded and retried later); Redis once the
+      // requests are done; the database last.
+      closing ??= shutdown(running, db, graceMs, worker?.stop() ?? Promise.resolve(), limits);
       return closing;
     },
   };
@@ -148,6 +173,7 @@ async function shutdown(
   db: Database,
   graceMs: number,
   workerStopped: Promise<void>,
+  sharedLimits: SharedLimits | undefined,
 ): Promise<void> {
   // Connections with no request in progress close now, the others after their response (contract §1).
   const closed = server.close();
@@ -160,6 +186,7 @@ async function shutdown(
   });
   await Promise.race([closed, grace]);
   clearTimeout(timer);
+  sharedLimits?.close();
   // The worker's last claim or record may wait on a database that stopped
   // answering: give it a bounded time, then close the pool under it.
   let workerTimer: NodeJS.Timeout | undefined;

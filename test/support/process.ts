@@ -52,3 +52,35 @@ export async function startService(
   });
   return { ...service, url };
 }
+
+/**
+ * Resolves with what `find` returns for the service's `stream` output, as soon as it returns
+ * something (at once when the output so far suffices); rejects when the service exits first.
+ */
+export function waitForOutput<T>(
+  service: { readonly process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string },
+  stream: 'stdout' | 'stderr',
+  find: (text: string) => T | undefined,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const check = () => {
+      const found = find(stream === 'stdout' ? service.stdout() : service.stderr());
+      if (found === undefined) return false;
+      service.process[stream].off('data', onData);
+      service.process.off('exit', onExit);
+      resolve(found);
+      return true;
+    };
+    // Listeners run in order: spawnService's own has appended the chunk already.
+    const onData = () => {
+      check();
+    };
+    const onExit = (code: number | null) => {
+      service.process[stream].off('data', onData);
+      reject(new Error(`exited with ${code} while waiting: ${service.stderr()}`));
+    };
+    if (check()) return;
+    service.process[stream].on('data', onData);
+    service.process.once('exit', onExit);
+  });
+}

@@ -48,6 +48,8 @@ export async function startTestServer(
     PORT: '0',
     LOG_LEVEL: 'info' satisfies LogLevel,
     RATE_LIMIT: 'off',
+    // A run through a transaction-mode pooler (DB_PREPARE=off) reaches every server of the suite.
+    ...(process.env.DB_PREPARE === undefined ? {} : { DB_PREPARE: process.env.DB_PREPARE }),
     ...env,
     DATABASE_URL: env.DATABASE_URL ?? db.url,
   });

@@ -1,0 +1,49 @@
+/**
+ * The outside programs some tests drive (PgBouncer, HAProxy, Redis), found on
+ * PATH or where Debian puts them, and the small helpers every such test needs.
+ */
+import { spawnSync } from 'node:child_process';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+
+/** The first of `candidates` that runs with `args`, or `undefined`. */
+export function findProgram(candidates: readonly string[], args: readonly string[]): string | undefined {
+  return candidates.find((bin) => spawnSync(bin, args).error === undefined);
+}
+
+/** A TCP port free on 127.0.0.1 now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port`. */
+export function accepts(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/**
+ * Resolves once `port` accepts connections; rejects with `why()` when
+ * `exited()` says the program died first, or after `ms`.
+ */
+export async function untilListening(
+  port: number,
+  exited: () => boolean,
+  why: () => string,
+  ms = 10_000,
+): Promise<void> {
+  for (const deadline = Date.now() + ms; ; ) {
+    if (exited()) throw new Error(`exited before listening on ${port}: ${why()}`);
+    if (await accepts(port)) return;
+    if (Date.now() > deadline) throw new Error(`not listening on ${port} within ${ms} ms: ${why()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
