@@ -10,20 +10,20 @@
  * lo), and what a client writes in Forwarded or X-Forwarded-For is ignored.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
+import { findProgram, freePort, untilListening } from './support/tools.ts';
 
 const TEMPLATE = readFileSync(new URL('fixtures/nginx.conf.template', import.meta.url), 'utf8');
 const OPERATIONS = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
 
 /** nginx on PATH, or where Debian puts it (/usr/sbin is not on every user's PATH). */
-const NGINX = ['nginx', '/usr/sbin/nginx'].find((bin) => spawnSync(bin, ['-v']).error === undefined);
+const NGINX = findProgram(['nginx', '/usr/sbin/nginx'], ['-v']);
 const SKIP = NGINX === undefined && 'nginx is not installed (Debian: apt-get install nginx-light); CI installs it';
 
 interface Answer {
@@ -59,14 +59,6 @@ function send(
     req.on('error', reject);
     req.end(options.body);
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 interface Nginx {
@@ -124,19 +116,7 @@ async function startNginx(origin: string): Promise<Nginx> {
   const log = () =>
     `${stderr}${existsSync(join(dir, 'error.log')) ? readFileSync(join(dir, 'error.log'), 'utf8') : ''}`;
   // Ready when it accepts a connection; an nginx that exits instead fails the test with its log.
-  for (const deadline = Date.now() + 10_000; ; ) {
-    if (child.exitCode !== null) assert.fail(`nginx exited with ${child.exitCode}: ${log()}`);
-    const accepted = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port }, () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (accepted) break;
-    if (Date.now() > deadline) assert.fail(`nginx did not listen within 10 s: ${log()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await untilListening(port, () => child.exitCode !== null, log);
   return {
     port,
     async stop() {
@@ -310,21 +290,22 @@ describe('clients behind nginx and the rate limit', { skip: SKIP }, () => {
   it('gives each client its own budget, though every request comes from nginx', async () => {
     // The status and the remaining requests the RateLimit field announces.
     const from = async (localAddress: string) => {
-      const answer = await send(proxy.port, '/healthz', { localAddress });
+      // Refused without a token (never stored by nginx): counted against the client's address.
+      const answer = await send(proxy.port, '/v1/orders', { localAddress });
       const field = /^"default";r=(\d+);t=(\d+)$/.exec(String(answer.headers.ratelimit));
       assert.ok(field !== null && Number(field[2]) >= 59 && Number(field[2]) <= 60, String(answer.headers.ratelimit));
       return [answer.status, Number(field[1])];
     };
-    assert.deepEqual(await from('127.0.0.2'), [200, 2]);
-    assert.deepEqual(await from('127.0.0.2'), [200, 1]);
-    assert.deepEqual(await from('127.0.0.3'), [200, 2]);
-    assert.deepEqual(await from('127.0.0.2'), [200, 0]);
+    assert.deepEqual(await from('127.0.0.2'), [401, 2]);
+    assert.deepEqual(await from('127.0.0.2'), [401, 1]);
+    assert.deepEqual(await from('127.0.0.3'), [401, 2]);
+    assert.deepEqual(await from('127.0.0.2'), [401, 0]);
     assert.deepEqual(await from('127.0.0.2'), [429, 0]);
-    assert.deepEqual(await from('127.0.0.3'), [200, 1]);
-    assert.deepEqual(await from('127.0.0.3'), [200, 0]);
+    assert.deepEqual(await from('127.0.0.3'), [401, 1]);
+    assert.deepEqual(await from('127.0.0.3'), [401, 0]);
     assert.deepEqual(await from('127.0.0.3'), [429, 0]);
     const addresses = origin.logs
-      .filter((l) => l.message === 'request' && l.path === '/healthz')
+      .filter((l) => l.message === 'request' && l.path === '/v1/orders')
       .map((l) => l.clientAddress);
     assert.deepEqual(addresses, [
       '127.0.0.2',

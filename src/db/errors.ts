@@ -20,13 +20,14 @@ export class DeadlineExceeded extends Error {
 }
 
 /**
- * Settles like `work`, or rejects with `DeadlineExceeded` after `ms`. A late
- * failure of the abandoned work is dropped: its request has been answered.
+ * Settles like `work`, or rejects with `DeadlineExceeded` (or what `late`
+ * makes) after `ms`. A late failure of the abandoned work is dropped: its
+ * request has been answered.
  */
-export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+export function withDeadline<T>(work: Promise<T>, ms: number, late?: () => Error): Promise<T> {
   // One promise and one timer per request: this runs on every request.
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new DeadlineExceeded(ms)), ms);
+    const timer = setTimeout(() => reject(late === undefined ? new DeadlineExceeded(ms) : late()), ms);
     work.then(
       (value) => {
         clearTimeout(timer);

@@ -17,6 +17,7 @@
  * limiter is opened: a process without `REDIS_URL` never loads it.
  */
 import { errorFields, type Logger } from '../base/logger.ts';
+import { withDeadline } from '../db/errors.ts';
 import { decide, type RateDecision, type RateLimit, type RateLimiter } from '../http/rate-limit.ts';
 import { countInWindow, type CommandSender } from './window-script.ts';
 
@@ -231,17 +232,5 @@ export async function openSharedLimits(options: SharedLimitsOptions): Promise<Sh
  * but leave the connection in use; here the outage starts at once.)
  */
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new RedisTimeoutError(`Redis gave no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+  return withDeadline(promise, ms, () => new RedisTimeoutError(`Redis gave no answer within ${ms} ms`));
 }
