@@ -68,6 +68,13 @@
  * 9. Whatever the cause, `sql.begin()` takes a `COMMIT` that the server
  *    answers with the command tag `ROLLBACK` (an aborted transaction, whose
  *    error someone caught) as success.
+ * 11. `sql.begin()` reserves its connection in the `onexecute` callback of its
+ *    `BEGIN`, which `execute()` calls only when the connection may take more
+ *    statements at once (the socket took the write, fewer than `max_pipeline`
+ *    in flight). Otherwise the connection is never reserved, and the server's
+ *    answer to `BEGIN` fails the transaction with UNSAFE_TRANSACTION: always
+ *    so with `max_pipeline: 0` (no pipelining, which a transaction-mode pooler
+ *    needs, src/db/database.ts), and whenever the socket is backed up.
  * 10. `sql.begin()` runs its own `SAVEPOINT`, `ROLLBACK [TO]` and `COMMIT` as
  *    named prepared statements, which buys nothing (they take no parameter)
  *    and exposes them to 8: a `ROLLBACK` that fails for want of its prepared
@@ -84,7 +91,8 @@
  * the dead ones once they are half of it. A failed statement is retried only
  * outside a transaction (the server reports the session idle); inside one, it
  * fails with the server's error and is parsed anew the next time it runs.
- * The transaction's own statements go as simple queries. A `COMMIT`
+ * The transaction's own statements go as simple queries, and its `BEGIN`
+ * always reserves the connection. A `COMMIT`
  * answered `ROLLBACK` rejects `sql.begin()` with COMMIT_ROLLED_BACK. A
  * statement's cache key is made once per (parameter types, text) and reused,
  * so its hash is computed once. And one option, `stall_timeout` (seconds, off
@@ -303,6 +311,15 @@ export const FIXES = [
     `        prepare
           ? await sql\`prepare transaction '\${ sql.unsafe(prepare) }'\`
           : (await sql\`commit\`.simple()).command === 'COMMIT' || rolledBack() // ${MARK}`,
+  ],
+  // 11: a BEGIN reserves its connection whatever the pipeline's state.
+  [
+    'connection.js',
+    `        && sent.length < max_pipeline
+        && (!q.options.onexecute || q.options.onexecute(connection))`,
+    `        && sent.length < max_pipeline
+        && !q.options.onexecute
+        || (q.options.onexecute && q.options.onexecute(connection), false) // ${MARK}: sql.begin's, in any case`,
   ],
   // 10: the transaction's own statements are never prepared.
   [

@@ -15,7 +15,7 @@ import { createToken, listTokens, revokeToken } from './auth/token-store.ts';
 import { parseScopes, parseTtl, SCOPES } from './auth/tokens.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { EmbeddedDatabaseError } from './db/errors.ts';
+import { EmbeddedDatabaseError, poolerHint } from './db/errors.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
 import { seed } from './service/seed.ts';
 import { EnvFileError, loadEnvFile } from './config/env-file.ts';
@@ -242,6 +242,8 @@ export async function runCli(
       return 1;
     }
     io.err(`orders: ${(error as Error).message ?? String(error)}\n`);
+    const hint = poolerHint(error);
+    if (hint !== undefined) io.err(`orders: ${hint}\n`);
     return 1;
   } finally {
     await db?.close();

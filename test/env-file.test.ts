@@ -86,15 +86,26 @@ describe('parseEnvFile()', () => {
 
   describe('refuses, naming the file and the line', () => {
     const cases: [string, string, string][] = [
-      [
-        'a line without =',
-        'A=1\n\nPORT 3000',
-        '.env line 3: expected NAME=value, got a line without "=" starting "PORT"',
-      ],
+      ['a line without =', 'A=1\n\nPORT 3000', '.env line 3: expected NAME=value, got a line without "=" after PORT'],
       [
         'a line without = that holds a secret: only its first word is shown',
         'DATABASE_URL postgres://u:secret@db/orders',
-        '.env line 1: expected NAME=value, got a line without "=" starting "DATABASE_URL"',
+        '.env line 1: expected NAME=value, got a line without "=" after DATABASE_URL',
+      ],
+      [
+        'a secret with an "=" after a blank: nothing of it is shown',
+        'DATABASE_URL postgres://app:S3cret@db.internal/orders?sslmode=require',
+        '.env line 1: expected NAME=value, got a blank instead of "=" after DATABASE_URL',
+      ],
+      [
+        'a line that starts with no name, without =: nothing of it is shown',
+        'postgres://app:S3cret@db.internal/orders',
+        '.env line 1: expected NAME=value, got a line without "="',
+      ],
+      [
+        'a long text before = that is no name: not shown',
+        `${'S3cret:'.repeat(8)}=x`,
+        '.env line 1: the text before "=" is not a variable name (letters, digits and _, not starting with a digit)',
       ],
       [
         'a name starting with a digit',
@@ -106,11 +117,7 @@ describe('parseEnvFile()', () => {
         'MY-VAR=3',
         '.env line 1: "MY-VAR" is not a variable name (letters, digits and _, not starting with a digit)',
       ],
-      [
-        'a name with a blank',
-        'MY VAR=3',
-        '.env line 1: "MY VAR" is not a variable name (letters, digits and _, not starting with a digit)',
-      ],
+      ['a name with a blank', 'MY VAR=3', '.env line 1: expected NAME=value, got a blank instead of "=" after MY'],
       ['no name', '=3', '.env line 1: "" is not a variable name (letters, digits and _, not starting with a digit)'],
       [
         'an unterminated double quote',
@@ -142,7 +149,7 @@ describe('parseEnvFile()', () => {
       [
         'a mistake after CRLF lines',
         'A=1\r\nB\r\n',
-        '.env line 2: expected NAME=value, got a line without "=" starting "B"',
+        '.env line 2: expected NAME=value, got a line without "=" after B',
       ],
     ];
     for (const [what, text, message] of cases) {
@@ -157,7 +164,7 @@ describe('parseEnvFile()', () => {
     it('with the file name it was given', () => {
       assert.throws(() => parseEnvFile('x', 'deploy/.env'), {
         name: 'EnvFileError',
-        message: 'deploy/.env line 1: expected NAME=value, got a line without "=" starting "x"',
+        message: 'deploy/.env line 1: expected NAME=value, got a line without "=" after x',
       });
     });
   });
@@ -227,6 +234,11 @@ describe('the server process with a .env in its working directory', { timeout: 6
     'LOG_LEVEL',
     'WORKERS',
     'WEBHOOK_ALLOW_PRIVATE',
+    'CORS_ORIGINS',
+    'TRUST_PROXY',
+    'METRICS_TOKEN',
+    'DB_PREPARE',
+    'REDIS_URL',
   ];
   let folder: string;
   const children: ChildProcess[] = [];
@@ -295,10 +307,7 @@ describe('the server process with a .env in its working directory', { timeout: 6
     const service = start({});
     const [code] = await once(service.child, 'exit');
     assert.equal(code, 2);
-    assert.equal(
-      service.stderr(),
-      'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
-    );
+    assert.equal(service.stderr(), 'orders: .env line 3: expected NAME=value, got a line without "=" after PORT\n');
     assert.equal(service.stdout(), '');
   });
 });

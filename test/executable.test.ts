@@ -15,7 +15,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, databaseEnv, type TestDatabase } from './support/database.ts';
 import { runWalkthrough } from './support/walkthrough.ts';
 
 const EXECUTABLE = process.env.ORDERS_EXECUTABLE ?? new URL('../dist/orders', import.meta.url).pathname;
@@ -51,7 +51,7 @@ describe('the single executable', {
       HOME: folder,
       PORT: '0',
       LOG_LEVEL: 'warn',
-      ...(database.real ? { DATABASE_URL: database.url } : {}),
+      ...(database.real ? databaseEnv(database.url) : {}),
     };
   });
 

@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
+import { runCli } from '../src/cli.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createLogger } from '../src/base/logger.ts';
 import { openDatabase, STATEMENT_TIMEOUT_MS } from '../src/db/database.ts';
@@ -28,6 +29,9 @@ import { spawnService } from './support/process.ts';
 import { startTestServer, type Account, type TestServer } from './support/server.ts';
 import { postThenGet } from './support/write-load.ts';
 
+const REFUSED =
+  'orders: unsupported startup parameter: statement_timeout\n' +
+  'orders: a transaction-mode pooler (PgBouncer) between the service and PostgreSQL needs DB_PREPARE=off\n';
 const SKIP = REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server behind the pooler' : PGBOUNCER_MISSING;
 
 describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
@@ -69,15 +73,22 @@ describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
       assert.equal(error.message, 'unsupported startup parameter: statement_timeout');
       return true;
     });
-    // The operator reads why, and what to set.
+    // The operator reads why, and what to set: from the tool,
+    let err = '';
+    const status = await runCli(
+      ['migrate'],
+      { DATABASE_URL: pooled, DB_PREPARE: 'on' },
+      {
+        out: () => {},
+        err: (text) => (err += text),
+      },
+    );
+    assert.deepEqual({ status, err }, { status: 1, err: REFUSED });
+    // and from the server.
     const child = spawnService({ DATABASE_URL: pooled, DB_PREPARE: 'on' });
     const [code] = await once(child.process, 'exit');
     assert.equal(code, 1);
-    assert.equal(
-      child.stderr(),
-      'orders: cannot start: unsupported startup parameter: statement_timeout\n' +
-        'orders: a transaction-mode pooler (PgBouncer) between the service and PostgreSQL needs DB_PREPARE=off\n',
-    );
+    assert.equal(child.stderr(), `orders: cannot start: ${REFUSED.slice('orders: '.length)}`);
   });
 
   it('DB_PREPARE=on through a pooler that lets statement_timeout by: 500s, never a 201 not committed', async () => {

@@ -164,6 +164,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const common: postgres.Options<Record<string, postgres.PostgresType>> = {
     max: options.poolMax,
     prepare,
+    // Through a transaction-mode pooler, one statement at a time per connection: an unnamed statement
+    // with parameters is described first (Parse, Describe, Flush; then Bind, Execute, Sync), and sent
+    // behind another statement on the same connection, PgBouncer 1.18 can leave that exchange
+    // unanswered (seen here: a hang until the 5 s cancel). Concurrency comes from the pool's connections.
+    ...(prepare ? {} : { max_pipeline: 0 }),
     connect_timeout: 5,
     idle_timeout: 60,
     backoff: reconnectDelaySeconds,

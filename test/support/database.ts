@@ -26,6 +26,11 @@ export const REAL_SERVER_URL = url === undefined || url === '' || url === 'memor
  */
 export const TEST_PREPARE = process.env.DB_PREPARE !== 'off';
 
+/** The variables that point a service or the tool at `url` as this run reaches databases (through a pooler or not). */
+export function databaseEnv(url: string): Record<string, string> {
+  return { DATABASE_URL: url, ...(TEST_PREPARE ? {} : { DB_PREPARE: 'off' }) };
+}
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (REAL_SERVER_URL === undefined) {
     return { url: 'memory:', real: false, drop: async () => {} };
