@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { runCli, USAGE } from '../src/cli.ts';
 import { readMigrations } from '../src/db/migrate.ts';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, databaseEnv, type TestDatabase } from './support/database.ts';
 
 let database: TestDatabase;
 let env: Record<string, string>;
@@ -21,7 +21,7 @@ let dataDir: string | undefined;
 before(async () => {
   database = await createTestDatabase();
   if (database.real) {
-    env = { DATABASE_URL: database.url };
+    env = databaseEnv(database.url);
   } else {
     dataDir = mkdtempSync(join(tmpdir(), 'orders-cli-'));
     env = { DATA_DIR: dataDir };
@@ -448,7 +448,7 @@ describe('a .env file in the working directory', () => {
     assert.deepEqual(await inFolder(['migrate'], env), {
       status: 2,
       out: '',
-      err: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
+      err: 'orders: .env line 3: expected NAME=value, got a line without "=" after PORT\n',
     });
   });
 
@@ -468,7 +468,7 @@ describe('a .env file in the working directory', () => {
       {
         code: 2,
         stdout: '',
-        stderr: 'orders: .env line 3: expected NAME=value, got a line without "=" starting "PORT"\n',
+        stderr: 'orders: .env line 3: expected NAME=value, got a line without "=" after PORT\n',
       },
     );
     // Help and the version do not read it.

@@ -65,16 +65,21 @@ export function parseEnvFile(text: string, fileName: string): Map<string, string
     if (line === '' || line.startsWith('#')) continue;
     const assignment = line.replace(EXPORT_PREFIX, '');
     const equals = assignment.indexOf('=');
-    // Only the first word: the rest of a mistyped line may be a secret (DATABASE_URL postgres://u:password@…).
-    if (equals === -1)
-      fail(
-        `expected NAME=value, got a line without "=" starting ${JSON.stringify(line.split(/\s/, 1)[0]?.slice(0, 40))}`,
-      );
+    // Never a value, nor what may be one: a mistyped line's rest, even before an "=" (the "=" of
+    // `DATABASE_URL postgres://u:password@db/orders?sslmode=require`), may hold a secret. Only a first
+    // word that is a variable name is named.
+    const first = assignment.split(/\s/, 1)[0] as string;
+    const named = NAME.test(first) ? ` after ${first}` : '';
+    if (equals === -1) fail(`expected NAME=value, got a line without "="${named}`);
     const name = assignment.slice(0, equals).trim();
+    if (/\s/.test(name)) fail(`expected NAME=value, got a blank instead of "="${named}`);
     if (!NAME.test(name))
-      fail(`${JSON.stringify(name)} is not a variable name (letters, digits and _, not starting with a digit)`);
-    const first = definedOn.get(name);
-    if (first !== undefined) fail(`${name} is defined twice (first on line ${first})`);
+      fail(
+        `${name.length > 40 ? 'the text before "="' : JSON.stringify(name)} is not a variable name ` +
+          '(letters, digits and _, not starting with a digit)',
+      );
+    const earlier = definedOn.get(name);
+    if (earlier !== undefined) fail(`${name} is defined twice (first on line ${earlier})`);
     values.set(name, parseValue(assignment.slice(equals + 1), name, fail));
     definedOn.set(name, lineNumber);
   }
