@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
@@ -219,3 +220,45 @@ describe('the errors list of a problem (contract §11: at most 20, each once)', 
     );
   });
 });
+
+describe('a request body with a Content-Encoding (contract §4, RFC 7694)', () => {
+  const plain = '{"items":[{"productId":1,"qty":1}]}';
+  for (const route of routes) {
+    describe(route.name, () => {
+      for (const coding of ['gzip', 'x-unknown', 'identity, gzip']) {
+        it(`refuses Content-Encoding: ${coding} with 415 and Accept-Encoding: identity, and runs nothing`, async () => {
+          const before = await countOrders();
+          const response = await send(route.method, route.path(), route.who(), plain, {
+            ...route.headers?.(),
+            'content-encoding': coding,
+            'idempotency-key': randomUUID(),
+          });
+          const body = await expectProblem(response, 415, 'unsupported-media-type');
+          assert.equal(response.headers.get('accept-encoding'), 'identity');
+          assert.match(body.detail, new RegExp(`Content-Encoding ${coding}\\. Send it uncompressed\\.$`));
+          assert.equal(await countOrders(), before);
+        });
+      }
+    });
+  }
+
+  it('refuses a real gzip body with 415, not 400 malformed-json', async () => {
+    const response = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(plain),
+    });
+    await expectProblem(response, 415, 'unsupported-media-type');
+  });
+
+  it('takes Content-Encoding: identity as no coding at all', async () => {
+    const response = await send('POST', '/v1/orders', alice, plain, { 'content-encoding': 'identity' });
+    assert.equal(response.status, 201);
+  });
+});
+
+/** Orders in the database, whoever's. */
+async function countOrders(): Promise<number> {
+  const [row] = await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders`;
+  return row?.n ?? 0;
+}

@@ -664,4 +664,30 @@ describe('DELETE /orders/{id}', () => {
     await expectProblem(await send('DELETE', `/v1/orders/${order.id}`, alice), 404, 'not-found');
     assert.equal((await send('GET', `/v1/orders/${order.id}`, bob)).status, 200);
   });
+  // contract §4: its success has no body, so no Accept refuses it.
+  for (const accept of ['application/problem+json', 'text/html', 'application/vnd.orders.v2+json']) {
+    it(`deletes with Accept: ${accept} (204), and a problem answers in problem+json all the same`, async () => {
+      const order = await create(alice, [{ productId: 1, qty: 1 }]);
+      const deleted = await t.fetch(`/v1/orders/${order.id}`, {
+        method: 'DELETE',
+        headers: { ...bearer(alice.token), accept },
+      });
+      assert.equal(deleted.status, 204);
+      assert.equal(deleted.headers.get('deprecation') !== null, true);
+      const again = await t.fetch(`/v1/orders/${order.id}`, {
+        method: 'DELETE',
+        headers: { ...bearer(alice.token), accept },
+      });
+      await expectProblem(again, 404, 'not-found');
+      await expectProblem(await send('GET', `/v1/orders/${order.id}`, admin), 404, 'not-found');
+    });
+  }
+
+  it('still refuses a GET for its Accept: 406', async () => {
+    const order = await create(alice, [{ productId: 1, qty: 1 }]);
+    const response = await t.fetch(`/v1/orders/${order.id}`, {
+      headers: { ...bearer(alice.token), accept: 'application/problem+json' },
+    });
+    await expectProblem(response, 406, 'not-acceptable');
+  });
 });

@@ -111,6 +111,31 @@ describe('POST /payments', () => {
     assert.equal((await pay(alice, { orderId: long.id, amount: 25, currency: 'EUR' }, 'k'.repeat(255))).status, 201);
   });
 
+  describe('compares a v1 amount as the decimal the client wrote (contract §4)', () => {
+    const cases: [string, number][] = [
+      ['24.999999999999999', 422], // JSON.parse makes 25 of it: never a payment of 25.00
+      ['25.000000000000001', 422],
+      ['25.000', 201],
+      ['2.5e1', 201],
+      ['2500E-2', 201],
+      ['1e-999999', 422], // 0 as a float; out of numeric's range, never a 500
+      ['1e999', 422], // Infinity as a float: refused by the schema
+      ['-0', 422],
+    ];
+    for (const [amount, status] of cases) {
+      it(`"amount": ${amount} against a total of 25.00: ${status}`, async () => {
+        const o = await order(alice);
+        const body = `{"orderId": ${o.id}, "currency": "EUR", "amount": ${amount} }`;
+        const response = await pay(alice, body, newKey());
+        const text = await response.text();
+        assert.equal(response.status, status, text);
+        assert.equal(await countPayments(o.id), status === 201 ? 1 : 0);
+        assert.equal(await statusOf(o.id), status === 201 ? 'paid' : 'pending');
+        if (status === 422) assert.equal(JSON.parse(text).errors[0].pointer, '/amount');
+      });
+    }
+  });
+
   it('answers 422 when the amount differs by a cent or the currency differs', async () => {
     const o = await order(alice);
     const cent = await problem(

@@ -2,7 +2,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fingerprint } from '../src/http/idempotency-key.ts';
-import { jsonNesting, MAX_JSON_DEPTH, parseJson, validate } from '../src/http/json-body.ts';
+import {
+  checkContentEncoding,
+  jsonNesting,
+  MAX_JSON_ELEMENTS,
+  MAX_JSON_VALUES,
+  scanJson,
+  MAX_JSON_DEPTH,
+  memberSource,
+  parseJson,
+  validate,
+} from '../src/http/json-body.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { CreateOrderSchema, PatchOrderSchema } from '../src/orders/schema.ts';
 
@@ -134,5 +144,92 @@ describe('fingerprint() of a body nested past the limit', () => {
       fingerprint('POST', '/orders', bytes(` ${nested(33)}`)),
     );
     assert.match(fingerprint('POST', '/orders', bytes(nested(1_000_000))), /^[A-Za-z0-9_-]{43}$/);
+  });
+});
+
+describe('memberSource()', () => {
+  const cases: [string, string, string, string | undefined][] = [
+    ['a number as written', '{"orderId":1,"amount":24.999999999999999}', 'amount', '24.999999999999999'],
+    ['blanks around it', '{ "amount" :\n 2.5e1 , "x": 1 }', 'amount', '2.5e1'],
+    ['the last of repeated members, as JSON.parse', '{"amount":1,"amount":2}', 'amount', '2'],
+    ['not a nested member', '{"a":{"amount":1},"b":[{"amount":2}]}', 'amount', undefined],
+    ['nor one in a string', '{"note":"\\"amount\\":3","amount":4}', 'amount', '4'],
+    ['an escaped key', '{"\\u0061mount":5}', 'amount', '5'],
+    [
+      'an object value, whole',
+      '{"amount":{"amount":"1.00","currency":"EUR"}}',
+      'amount',
+      '{"amount":"1.00","currency":"EUR"}',
+    ],
+    ['absent', '{"orderId":1}', 'amount', undefined],
+    ['a string value', '{"amount":"25"}', 'amount', '"25"'],
+  ];
+  for (const [name, text, member, expected] of cases) {
+    it(`gives ${name}`, () => {
+      assert.equal(memberSource(text, member), expected);
+      assert.equal(memberSource(new TextEncoder().encode(text), member), expected);
+    });
+  }
+});
+
+describe('checkContentEncoding()', () => {
+  for (const value of [null, 'identity', 'IDENTITY', ' identity ', 'identity, identity']) {
+    it(`takes ${JSON.stringify(value)}`, () => {
+      checkContentEncoding(value);
+    });
+  }
+  for (const value of ['gzip', 'br', 'x-unknown', 'identity, gzip', 'deflate']) {
+    it(`refuses ${JSON.stringify(value)} with 415 and Accept-Encoding: identity`, () => {
+      assert.throws(
+        () => checkContentEncoding(value),
+        (error: unknown) =>
+          error instanceof HttpError &&
+          error.status === 415 &&
+          error.slug === 'unsupported-media-type' &&
+          error.init.headers?.['accept-encoding'] === 'identity',
+      );
+    });
+  }
+});
+
+describe('scanJson() (contract §11: sizes before elements)', () => {
+  const elements = (n: number, item = '{}') => Array.from({ length: n }, () => item).join(',');
+  const holds = (what: string, max = MAX_JSON_ELEMENTS) =>
+    `holds more than ${max} ${what}, the most any array or object of a request body may`;
+  const cases: [string, string, { pointer: string; detail: string } | undefined][] = [
+    ['1,000 items, the most an array may hold', `{"items":[${elements(1_000)}]}`, undefined],
+    ['1,001 items', `{"items":[${elements(1_001)}]}`, { pointer: '/items', detail: holds('elements') }],
+    ['349,000 items', `{"items":[${elements(349_000)}]}`, { pointer: '/items', detail: holds('elements') }],
+    ['a nested array', `{"a":{"b":[${elements(1_001, '1')}]}}`, { pointer: '/a/b', detail: holds('elements') }],
+    ['an array in an array', `[[],[${elements(1_001, '1')}]]`, { pointer: '/1', detail: holds('elements') }],
+    [
+      'a member name to escape',
+      `{"a/b~c":[${elements(1_001, '1')}]}`,
+      { pointer: '/a~1b~0c', detail: holds('elements') },
+    ],
+    [
+      'an object of 1,001 members',
+      `{${Array.from({ length: 1_001 }, (_, i) => `"k${i}":1`).join(',')}}`,
+      { pointer: '', detail: holds('members') },
+    ],
+    [
+      '12,000 values in arrays of 600',
+      `[${elements(20, `[${elements(600, '1')}]`)}]`,
+      { pointer: '', detail: `holds more than ${MAX_JSON_VALUES} values, the most a request body may` },
+    ],
+    ['commas in strings', `{"a":"${','.repeat(5_000)}"}`, undefined],
+  ];
+  for (const [name, text, oversize] of cases) {
+    it(`finds ${name} ${oversize === undefined ? 'within the limits' : `too big at "${oversize.pointer}"`}`, () => {
+      assert.deepEqual(scanJson(text).oversize, oversize);
+    });
+  }
+
+  it('refuses 349,000 items with 422 before JSON.parse, naming /items', () => {
+    const body = bytes(`{"items":[${elements(349_000)}]}`);
+    const error = thrown(() => parseJson(body));
+    assert.equal(error.status, 422);
+    assert.equal(error.slug, 'validation');
+    assert.deepEqual(error.init.errors, [{ pointer: '/items', detail: holds('elements') }]);
   });
 });

@@ -4,7 +4,7 @@
  * fingerprint, and which results are stored.
  */
 import { createHash } from 'node:crypto';
-import { jsonNesting, MAX_JSON_DEPTH } from './json-body.ts';
+import { jsonText, MAX_JSON_DEPTH } from './json-body.ts';
 
 export const MAX_KEY_LENGTH = 255;
 // Visible ASCII (%x21-7E), 1–255 of them.
@@ -55,20 +55,23 @@ export function canonicalJson(value: unknown): string {
  * by its bytes).
  */
 export function fingerprint(method: string, path: string, body: Uint8Array): string {
-  const canonical = canonicalBody(body) ?? `raw:${Buffer.from(body).toString('base64')}`;
-  return createHash('sha256').update(`${method} ${path}\n${canonical}`).digest('base64url');
+  const hash = createHash('sha256').update(`${method} ${path}\n`);
+  const canonical = canonicalBody(body);
+  // A body that is not JSON, or too big to walk, counts by its bytes.
+  return (canonical === undefined ? hash.update('raw:').update(body) : hash.update(canonical)).digest('base64url');
 }
 
-/** `body` as canonical JSON; undefined when it is not UTF-8 JSON nested within the limit of contract §11. */
+/** `body` as canonical JSON; undefined when it is not UTF-8 JSON within the limits of contract §11. */
 function canonicalBody(body: Uint8Array): string | undefined {
+  // canonicalJson() recurses and sorts: a body nested past the limit, or too big to walk (both refused
+  // later, 400 and 422), counts by its bytes (contract §11: no request blocks the event loop).
+  const read = jsonText(body);
+  if (read === null || read.shape.depth > MAX_JSON_DEPTH || read.shape.oversize !== undefined) return undefined;
   let value: unknown;
   try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(body);
-    // canonicalJson() recurses: a body nested past the limit (refused with 400 later) counts by its bytes.
-    if (jsonNesting(text) > MAX_JSON_DEPTH) return undefined;
-    value = JSON.parse(text);
+    value = JSON.parse(read.text);
   } catch (error) {
-    if (error instanceof TypeError || error instanceof SyntaxError) return undefined;
+    if (error instanceof SyntaxError) return undefined;
     throw error;
   }
   return canonicalJson(value);

@@ -25,6 +25,30 @@ export interface BodyOptions {
 }
 
 /**
+ * contract §4, RFC 7694 §3: a request body is taken in the identity coding only.
+ * Checks `contentEncoding` (what `headers.get('content-encoding')` returns):
+ * absent, or only `identity`; anything else (`gzip`, an unknown coding) is
+ * 415 with `Accept-Encoding: identity`, before the body is looked at, so a
+ * coded body is never run as if it were plain.
+ *
+ * @example
+ * checkContentEncoding(null)          // passes
+ * checkContentEncoding('identity')    // passes
+ * checkContentEncoding('gzip')        // throws 415
+ */
+export function checkContentEncoding(contentEncoding: string | null): void {
+  if (contentEncoding === null) return;
+  const codings = contentEncoding.split(',').map((coding) => coding.trim().toLowerCase());
+  if (codings.every((coding) => coding === 'identity' || coding === '')) return;
+  throw new HttpError(415, 'unsupported-media-type', {
+    detail:
+      `Request bodies are taken in the identity coding only; this one is sent with Content-Encoding ` +
+      `${contentEncoding.length > 64 ? `${contentEncoding.slice(0, 64)}…` : contentEncoding}. Send it uncompressed.`,
+    headers: { 'accept-encoding': 'identity' },
+  });
+}
+
+/**
  * Checks `contentType` (exactly what `headers.get('content-type')` returns):
  * a JSON media type, with no `charset` other than UTF-8 (RFC 8259 §8.1).
  */
@@ -32,7 +56,16 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
   const [type = '', ...parameters] = (contentType ?? '').split(';').map((part) => part.trim());
   const media = type.toLowerCase();
   const accepted = BODY_TYPES.has(media) || (options.patch === true && media === MERGE_PATCH_TYPE);
-  const charset = parameters.map((p) => p.toLowerCase().replace(/\s*=\s*/, '=')).find((p) => p.startsWith('charset='));
+  // `charset = "utf-8"`: blanks around "=" dropped by split and trim (a regular expression such as
+  // /\s*=\s*/ would take time quadratic in a run of blanks with no "=": contract §11).
+  const charset = parameters
+    .map((p) => {
+      const equals = p.indexOf('=');
+      return equals === -1
+        ? p.toLowerCase()
+        : `${p.slice(0, equals).trim()}=${p.slice(equals + 1).trim()}`.toLowerCase();
+    })
+    .find((p) => p.startsWith('charset='));
   const utf8 = charset === undefined || ['charset=utf-8', 'charset="utf-8"', 'charset=utf8'].includes(charset);
   const vendor = /^application\/vnd\.orders\.v([12])\+json$/.exec(media);
   if (accepted && utf8 && vendor !== null && options.version !== undefined && Number(vendor[1]) !== options.version) {
@@ -66,24 +99,25 @@ export const MAX_JSON_DEPTH = 32;
 /**
  * Parses `body` as UTF-8 JSON, or throws 400 `malformed-json`: also when
  * arrays and objects nest deeper than `MAX_JSON_DEPTH`, checked on the text
- * before anything walks the value.
+ * before anything walks the value. Well-formed JSON that holds too much to
+ * walk (`MAX_JSON_ELEMENTS`, `MAX_JSON_VALUES`) is 422 `validation`.
  */
 export function parseJson(body: Uint8Array): unknown {
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(body);
-  } catch {
-    throw new HttpError(400, 'malformed-json', { detail: 'The request body is not valid UTF-8.' });
-  }
+  const read = jsonText(body);
+  if (read === null) throw new HttpError(400, 'malformed-json', { detail: 'The request body is not valid UTF-8.' });
+  const { text, shape } = read;
   if (text.trim() === '')
     throw new HttpError(400, 'malformed-json', { detail: 'The request body is empty; a JSON value is expected.' });
-  if (jsonNesting(text) > MAX_JSON_DEPTH) {
+  if (shape.depth > MAX_JSON_DEPTH) {
     throw new HttpError(400, 'malformed-json', {
       detail:
         `The request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects, the most this ` +
         'service accepts.',
     });
   }
+  // Too big to walk: refused before JSON.parse makes its elements, and before any schema looks at them
+  // (contract §11). Sizes come first: a body both too big and malformed further on is this 422.
+  if (shape.oversize !== undefined) throw validationError([shape.oversize]);
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -93,10 +127,45 @@ export function parseJson(body: Uint8Array): unknown {
   }
 }
 
+/** A request body as text, and its shape (`scanJson`). */
+export interface JsonText {
+  readonly text: string;
+  readonly shape: JsonShape;
+}
+
+/** Each body's text and shape, made once: a keyed POST's fingerprint and its handler both read them. */
+const texts = new WeakMap<Uint8Array, JsonText | null>();
+
+/**
+ * `body` decoded as UTF-8, with its shape; `null` when it is not UTF-8. Made
+ * once per body (the same `Uint8Array`), however many readers ask.
+ */
+export function jsonText(body: Uint8Array): JsonText | null {
+  let read = texts.get(body);
+  if (read === undefined) {
+    let text: string | undefined;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(body);
+    } catch {
+      text = undefined;
+    }
+    read = text === undefined ? null : { text, shape: scanJson(text) };
+    texts.set(body, read);
+  }
+  return read;
+}
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const OPEN = new Set([0x5b, 0x7b]); // [ {
-const CLOSE = new Set([0x5d, 0x7d]); // ] }
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const BLANKS = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const OPEN_ARRAY = 0x5b; // [
+const OPEN_OBJECT = 0x7b; // {
+const CLOSE_ARRAY = 0x5d; // ]
+const CLOSE_OBJECT = 0x7d; // }
+const OPEN = new Set([OPEN_ARRAY, OPEN_OBJECT]);
+const CLOSE = new Set([CLOSE_ARRAY, CLOSE_OBJECT]);
 
 /**
  * The deepest nesting of arrays and objects in the JSON text `text`, found in
@@ -108,25 +177,171 @@ const CLOSE = new Set([0x5d, 0x7d]); // ] }
  * jsonNesting('{"a":[1,"]]"]}') // 2
  */
 export function jsonNesting(text: string): number {
+  return scanJson(text).depth;
+}
+
+/** contract §11: the most elements an array, or members an object, of a request body may hold. */
+export const MAX_JSON_ELEMENTS = 1_000;
+/** contract §11: the most values (numbers, strings, arrays, objects…) a request body may hold in all. */
+export const MAX_JSON_VALUES = 10_000;
+
+export interface JsonShape {
+  /** The deepest nesting of arrays and objects. */
+  readonly depth: number;
+  /**
+   * The first array or object found to hold more than `MAX_JSON_ELEMENTS`
+   * (its JSON Pointer), or the whole body (`''`) past `MAX_JSON_VALUES` values;
+   * `undefined` when within both.
+   */
+  readonly oversize?: { readonly pointer: string; readonly detail: string };
+}
+
+/** One array or object open at a point of the scan. */
+interface Frame {
+  readonly array: boolean;
+  /** Elements (or members) seen, counting the one being read. */
+  count: number;
+  /** An object's member being read: where its name's string starts and ends in the text. */
+  key: [number, number] | undefined;
+}
+
+/**
+ * The shape of the JSON text `text` (contract §11: sizes before elements), in
+ * one pass without recursion and without parsing it: its nesting, and whether
+ * an array or object holds too many elements, or the body too many values,
+ * for anything to walk it within the event loop's budget. So a 1 MiB body of
+ * 349,000 array elements is refused before JSON.parse makes 349,000 objects
+ * of it. Strings, escaped quotes included, are skipped whole.
+ *
+ * @example
+ * scanJson('{"items":[{},{},{}]}').depth // 2
+ */
+export function scanJson(text: string): JsonShape {
+  // The arrays and objects open, as deep as the nesting limit: past it the body is refused for its depth.
+  const frames: Frame[] = [];
   let depth = 0;
   let deepest = 0;
-  let inString = false;
+  // The values seen: every array, object and scalar (a comma or an opening bracket starts one).
+  let values = 1;
+  let oversize: JsonShape['oversize'];
+  for (let i = 0; i < text.length; i += 1) {
+    // One switch per character: this runs over every byte of every body (up to 1 MiB).
+    switch (text.charCodeAt(i)) {
+      case QUOTE: {
+        const end = stringEnd(text, i);
+        const frame = depth === frames.length ? frames[depth - 1] : undefined;
+        // A member's name: a string in an object before its ":".
+        if (frame !== undefined && !frame.array && text.charCodeAt(afterBlanks(text, end + 1)) === COLON)
+          frame.key = [i, end + 1];
+        i = end;
+        break;
+      }
+      case OPEN_ARRAY:
+      case OPEN_OBJECT:
+        values += 1;
+        depth += 1;
+        if (depth > deepest) deepest = depth;
+        if (depth === frames.length + 1 && depth <= MAX_JSON_DEPTH)
+          frames.push({ array: text.charCodeAt(i) === OPEN_ARRAY, count: 0, key: undefined });
+        break;
+      case CLOSE_ARRAY:
+      case CLOSE_OBJECT:
+        if (depth > 0) depth -= 1;
+        if (frames.length > depth) frames.pop();
+        break;
+      case COMMA: {
+        values += 1;
+        const frame = depth === frames.length ? frames[depth - 1] : undefined;
+        if (frame !== undefined && ++frame.count >= MAX_JSON_ELEMENTS && oversize === undefined)
+          oversize = {
+            pointer: pointerOf(text, frames.slice(0, -1)),
+            detail:
+              `holds more than ${MAX_JSON_ELEMENTS} ${frame.array ? 'elements' : 'members'}, ` +
+              'the most any array or object of a request body may',
+          };
+        break;
+      }
+    }
+    if (values > MAX_JSON_VALUES && oversize === undefined)
+      oversize = { pointer: '', detail: `holds more than ${MAX_JSON_VALUES} values, the most a request body may` };
+  }
+  return oversize === undefined ? { depth: deepest } : { depth: deepest, oversize };
+}
+
+/** The JSON Pointer of the value the open `frames` lead to: each array's element index, each object's member. */
+function pointerOf(text: string, frames: readonly Frame[]): string {
+  return jsonPointer(
+    frames.map((frame) =>
+      frame.array ? frame.count : frame.key === undefined ? '' : JSON.parse(text.slice(...frame.key)),
+    ),
+  );
+}
+
+/**
+ * The source text of the value of the top-level member `name` of the JSON
+ * object in `body`, as the client wrote it (`24.999999999999999`, not the
+ * binary float JSON.parse makes of it: contract §4, an amount is compared as
+ * the decimal the client wrote), or `undefined` when there is none. Of
+ * repeated members, the last, as JSON.parse takes it. For a body JSON.parse
+ * accepted; in one pass, without recursion.
+ *
+ * @example
+ * memberSource('{"orderId":1,"amount": 24.50 }', 'amount') // '24.50'
+ */
+export function memberSource(body: Uint8Array | string, name: string): string | undefined {
+  const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
+  let depth = 0;
+  let found: string | undefined;
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH)
-        i += 1; // the escaped character, a quote or a backslash included, is not syntax
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) {
-      inString = true;
-    } else if (OPEN.has(c)) {
-      depth += 1;
-      if (depth > deepest) deepest = depth;
-    } else if (CLOSE.has(c) && depth > 0) {
-      depth -= 1;
-    }
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      // A key of the top-level object: a string at depth 1 followed by ":".
+      const colon = afterBlanks(text, end + 1);
+      if (depth === 1 && text.charCodeAt(colon) === COLON && JSON.parse(text.slice(i, end + 1)) === name) {
+        const start = colon + 1;
+        const stop = valueEnd(text, start);
+        found = text.slice(start, stop).trim();
+        i = stop - 1;
+        continue;
+      }
+      i = end;
+    } else if (OPEN.has(c)) depth += 1;
+    else if (CLOSE.has(c)) depth -= 1;
   }
-  return deepest;
+  return found;
+}
+
+/** The index of the first character at or after `start` that is not JSON whitespace (RFC 8259 §2). */
+function afterBlanks(text: string, start: number): number {
+  let i = start;
+  while (i < text.length && BLANKS.has(text.charCodeAt(i))) i += 1;
+  return i;
+}
+
+/** The index of the quote that closes the string whose opening quote is at `start`. */
+function stringEnd(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH) i += 1;
+    else if (c === QUOTE) return i;
+  }
+  return text.length;
+}
+
+/** Where the value that starts at `start` ends: the "," or "}" that closes it at its own level. */
+function valueEnd(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = stringEnd(text, i);
+    else if (OPEN.has(c)) depth += 1;
+    else if (CLOSE.has(c)) {
+      if (depth === 0) return i;
+      depth -= 1;
+    } else if (c === COMMA && depth === 0) return i;
+  }
+  return text.length;
 }
 
 /** Validates `value` against `schema`, or throws 422 `validation` listing every problem. */
@@ -140,7 +355,9 @@ export function validate<S extends v.GenericSchema>(schema: S, value: unknown): 
   }
   const unstorable = unstorableStrings(value, []);
   if (unstorable.length > 0) throw validationError(unstorable);
-  const result = v.safeParse(schema, value, { abortEarly: false });
+  // Each member's pipe stops at its first problem: a size declared before a format (a string's maxLength
+  // before its e-mail pattern) keeps the format's check off a value too long to be one (contract §11).
+  const result = v.safeParse(schema, value, { abortEarly: false, abortPipeEarly: true });
   if (result.success) return result.output;
   throw validationError(result.issues.map(toProblemError));
 }

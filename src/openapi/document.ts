@@ -138,6 +138,11 @@ const HEADERS: Json = {
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 1 } },
   Allow: { description: 'The methods of this path.', schema: { type: 'string' } },
   'Accept-Patch': { description: 'The media types PATCH accepts.', schema: { type: 'string' } },
+  'Accept-Encoding': {
+    description:
+      'RFC 7694: on a 415 for a request body sent with a Content-Encoding, the codings the service takes: identity.',
+    schema: { type: 'string' },
+  },
   'WWW-Authenticate': {
     description:
       'Bearer realm="orders" (plus error="invalid_token"), or Bearer error="insufficient_scope", scope="…" (RFC 6750).',
@@ -237,6 +242,8 @@ function problemResponse(
     const limited = !routed || route?.rateLimited !== 'never';
     names.push(...pipelineFields(version, routed, limited), ...(PROBLEM_FIELDS[slug] ?? []));
     if (slug === 'unsupported-media-type' && route?.method === 'PATCH') names.push('Accept-Patch');
+    // contract §4: a coded request body is refused before its media type is looked at.
+    if (slug === 'unsupported-media-type') names.push('Accept-Encoding');
   }
   if (replayable) names.push('Idempotent-Replayed');
   return {
@@ -266,7 +273,8 @@ function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<n
   }
   if (route.pattern.includes('{')) add(404, 'not-found');
   add(405, 'method-not-allowed');
-  if (version !== undefined) add(406, 'not-acceptable');
+  // contract §4: a success with no body (204) is never refused for its Accept.
+  if (version !== undefined && doc.success.status !== 204) add(406, 'not-acceptable');
   add(408, 'request-timeout');
   if (version === 1) add(410, 'version-sunset');
   add(413, 'payload-too-large');

@@ -1,7 +1,13 @@
-/** `GET /openapi.json`: the document, built once when the routes are assembled. */
+/**
+ * `GET /openapi.json`: the document, built once when the routes are assembled,
+ * and serialized once: every answer shares the same bytes and tag (about 1 MB;
+ * contract §11: a client pipelining requests for it costs no new copy each).
+ */
 import * as v from 'valibot';
 import type { RouteSpec } from '../pipeline/context.ts';
-import { jsonResponse } from '../http/json.ts';
+import { JSON_CONTENT_TYPE } from '../http/json.ts';
+import { bufferedResponse } from '../http/response.ts';
+import { type StaticBody, staticBody } from './static.ts';
 import { named } from '../openapi/atoms.ts';
 import { buildOpenApi } from '../openapi/document.ts';
 
@@ -12,7 +18,7 @@ const OPENAPI_DOCUMENT = named(
 
 /** The route serving the document of `routes` and of itself. */
 export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
-  let body: unknown;
+  let body: StaticBody | undefined;
   const self: RouteSpec = {
     method: 'GET',
     pattern: '/openapi.json',
@@ -26,8 +32,14 @@ export function openApiRoute(routes: readonly RouteSpec[]): RouteSpec {
         'disagrees with the service. Public and cacheable.',
       success: { status: 200, schema: OPENAPI_DOCUMENT },
     },
-    handler: async () => jsonResponse(body),
+    handler: async () => {
+      const { bytes, type, etag } = body as StaticBody;
+      return bufferedResponse(bytes, {
+        status: 200,
+        headers: { 'content-type': type, 'content-length': String(bytes.byteLength), etag },
+      });
+    },
   };
-  body = buildOpenApi([...routes, self]);
+  body = staticBody(JSON.stringify(buildOpenApi([...routes, self])), JSON_CONTENT_TYPE);
   return self;
 }

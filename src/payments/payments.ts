@@ -8,7 +8,7 @@ import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
 import { orderBy, where } from '../db/page.ts';
-import { validationError } from '../http/json-body.ts';
+import { memberSource, validationError } from '../http/json-body.ts';
 import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
 import { positiveId, type ListSpec } from '../http/list-query.ts';
@@ -97,14 +97,28 @@ interface PaymentInput {
   pointers: { amount: string; currency: string };
 }
 
+// A JSON number as written (RFC 8259 §6).
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?([0-9]+))?$/;
+
+/**
+ * Whether `amount` (decimal text) can be handed to PostgreSQL's numeric at
+ * all: at most 1,000 characters and an exponent of at most four digits. Beyond, it
+ * cannot equal a total of numeric(12,2) anyway, and numeric would refuse it
+ * (`1e-999999`: value overflows numeric format) inside the payment's transaction.
+ */
+function comparable(amount: string): boolean {
+  const match = amount.length <= 1_000 ? JSON_NUMBER.exec(amount) : null;
+  return match !== null && (match[1] === undefined || match[1].length <= 4);
+}
+
 function input(ctx: RequestContext): PaymentInput {
   if (ctx.version === 1) {
     const body = readJsonBody(ctx, PaymentV1Schema);
-    // A JSON number's shortest decimal form: 59.9 is "59.9"; 0.1 + 0.2 would be
-    // "0.30000000000000004" and never equal a total.
+    // contract §4: the decimal the client wrote, never its binary float (24.999999999999999
+    // parses to 25, and must not pay a total of 25.00). The schema has seen a finite number there.
     return {
       orderId: body.orderId,
-      amount: String(body.amount),
+      amount: memberSource(ctx.body, 'amount') as string,
       currency: body.currency,
       pointers: { amount: '/amount', currency: '/currency' },
     };
@@ -138,9 +152,10 @@ async function create(ctx: RequestContext): Promise<Response> {
     const errors = [];
     if (payment.currency !== order.currency)
       errors.push({ pointer: payment.pointers.currency, detail: `must be the order's currency, ${order.currency}` });
-    const equal = await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]);
-    if (!equal?.equal)
-      errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
+    const equal = comparable(payment.amount)
+      ? (await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]))?.equal
+      : false;
+    if (!equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
     if (errors.length > 0) throw validationError(errors);
     const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
     await ctx.services.hooks?.afterPaymentInsert?.();

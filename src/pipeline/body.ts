@@ -3,7 +3,7 @@
  * in one call from the pure steps of src/http/json-body.ts.
  */
 import type { GenericSchema, InferOutput } from 'valibot';
-import { checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
+import { checkContentEncoding, checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
 import { fieldOf } from '../http/node-adapter.ts';
 import type { ProblemError } from '../http/problem.ts';
 import type { RequestContext } from './context.ts';
@@ -17,7 +17,8 @@ export interface ReadJsonBodyOptions {
 
 /**
  * The body of `ctx` validated against `schema`, checked in this order:
- * Content-Type for `ctx.version` (415 `unsupported-media-type`), JSON
+ * Content-Encoding, identity only, then Content-Type for `ctx.version` (both
+ * 415 `unsupported-media-type`), JSON
  * (400 `malformed-json`), `options.refuse`, then `schema` (422 `validation`).
  * A version-specific body passes that version's schema.
  */
@@ -26,6 +27,7 @@ export function readJsonBody<S extends GenericSchema>(
   schema: S,
   options: ReadJsonBodyOptions = {},
 ): InferOutput<S> {
+  checkContentEncoding(fieldOf(ctx.request, 'content-encoding'));
   checkJsonContentType(fieldOf(ctx.request, 'content-type'), { patch: options.patch === true, version: ctx.version });
   const document = parseJson(ctx.body);
   const refused = options.refuse?.(document) ?? [];

@@ -208,9 +208,16 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
       route = match.handler;
       if (route.versioned !== false) {
         const negotiated = negotiate(fieldOf(request, 'accept'), match.version);
-        if (!negotiated.ok) throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
-        version = negotiated.version;
-        contentType = negotiated.contentType;
+        if (negotiated.ok) {
+          version = negotiated.version;
+          contentType = negotiated.contentType;
+        } else if (route.doc.success.status === 204) {
+          // contract §4: a success with no body (DELETE → 204) is not refused for its Accept
+          // (`application/problem+json`, as RFC 9457 clients send); its problems are problem+json anyway.
+          version = match.version ?? 1;
+        } else {
+          throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
+        }
         if (version === 1) versions.refuseWhenSunset(url.pathname);
       }
       if (route.auth !== 'public') {

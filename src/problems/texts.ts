@@ -284,9 +284,12 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
       'The vendor type of the other version than the request is served in (`POST /v1/orders` with ' +
         '`application/vnd.orders.v2+json`).',
       'On `PATCH`, the answer carries `Accept-Patch` with the types it takes.',
+      'A body sent with a `Content-Encoding` other than `identity` (`gzip`, `br`…): request bodies are taken ' +
+        'uncompressed only, and the answer carries `Accept-Encoding: identity` (RFC 7694). Nothing was executed.',
     ],
     whatToDo: [
-      'Send `Content-Type: application/json` (UTF-8), or the vendor type of the version in the path.',
+      'Send `Content-Type: application/json` (UTF-8), or the vendor type of the version in the path, and the body ' +
+        'uncompressed, without `Content-Encoding`.',
       NOT_STORED_UNDER_KEY,
     ],
   },

@@ -21,6 +21,7 @@ export const NewWebhookEndpointSchema = v.strictObject({
   events: v.pipe(
     v.array(v.picklist(EVENT_TYPES, `must be one of ${EVENT_TYPES.join(', ')}`), 'must be an array of event types'),
     v.minLength(1, 'must name at least one event type'),
+    v.maxLength(EVENT_TYPES.length, `must name at most ${EVENT_TYPES.length} event types`),
   ),
 });
 
