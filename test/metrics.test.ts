@@ -311,6 +311,33 @@ describe('GET /metrics on the real server', () => {
   });
 });
 
+describe('GET /metrics without METRICS_TOKEN, and a rate limit (contract §13)', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ RATE_LIMIT: '3/60' });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('is limited like any anonymous request: counted against the address, then 429', async () => {
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const response = await fetch(`${t.url}/metrics`);
+      await response.arrayBuffer();
+      answers.push(`${response.status} ${response.headers.get('ratelimit')?.replace(/;t=\d+$/, '')}`);
+    }
+    assert.deepEqual(answers, [
+      '200 "default";r=2',
+      '200 "default";r=1',
+      '200 "default";r=0',
+      '429 "default";r=0',
+    ]);
+    // The same budget as the address's other anonymous requests.
+    assert.equal((await fetch(`${t.url}/v1/products/1`)).status, 429);
+  });
+});
+
 describe('GET /metrics with METRICS_TOKEN and a rate limit', () => {
   let t: TestServer;
   before(async () => {

@@ -34,6 +34,8 @@ const REDIS_DB = 13;
 const REDIS_URL = `redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}`;
 /** This run's keys; each test adds a part of its own. */
 const RUN_PREFIX = `test:orders:ratelimit:${randomUUID()}:`;
+/** The scrapers' token of this file's servers. */
+const METRICS_TOKEN = 'scrape-rate-limit-redis-0123';
 /** What a request may take beyond the time-out on a loaded machine. */
 const MARGIN_MS = 400;
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -87,7 +89,9 @@ async function until(condition: () => boolean, what: string, ms = 10_000): Promi
 
 /** The two series of GET /metrics that say how the shared limits go (a scrape is not counted against them). */
 async function limitSeries(server: TestServer): Promise<{ processes: number; fallback: number }> {
-  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const text = await (
+    await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  ).text();
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
   return {
     processes: value('orders_rate_limit_redis_processes'),
@@ -125,9 +129,12 @@ describe('rate limits shared through Redis', { skip }, () => {
 
   /** A server on the shared database, with `RATE_LIMIT=10/60`, counting in Redis under `prefix`. */
   const server = (prefix: string, redisUrl = REDIS_URL) =>
-    startTestServer({ DATABASE_URL: link.url, DB_POOL_MAX: '2', RATE_LIMIT: '10/60', REDIS_URL: redisUrl }, database, {
-      redisKeyPrefix: prefix,
-    });
+    startTestServer(
+      // A scraper with the token is never counted (contract §13), so the scrapes below change no count.
+      { DATABASE_URL: link.url, DB_POOL_MAX: '2', RATE_LIMIT: '10/60', REDIS_URL: redisUrl, METRICS_TOKEN },
+      database,
+      { redisKeyPrefix: prefix },
+    );
 
   describe('two servers on one Redis', () => {
     let one: TestServer;
@@ -162,7 +169,7 @@ describe('rate limits shared through Redis', { skip }, () => {
       assert.equal(lines(one, REDIS_IN_USE).length, 1);
     });
 
-    it('give one address exactly 10 requests across both; health checks and /metrics stay exempt', async () => {
+    it('give one address exactly 10 requests across both, /metrics included; health checks stay exempt', async () => {
       const statuses: number[] = [];
       const remaining: number[] = [];
       for (let i = 0; i < 11; i++) {
@@ -173,17 +180,21 @@ describe('rate limits shared through Redis', { skip }, () => {
       }
       assert.deepEqual(statuses, [...Array(10).fill(200), 429]);
       assert.deepEqual(remaining, [9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0]);
-      for (const path of ['/healthz', '/readyz', '/metrics']) {
+      for (const path of ['/healthz', '/readyz']) {
         const response = await fetch(one.url + path);
         await response.arrayBuffer();
         assert.equal(response.status, 200, path);
         assert.equal(response.headers.get('ratelimit'), null, path);
       }
+      // contract §13: without METRICS_TOKEN, a scrape is an anonymous request like any other.
+      const scrape = await fetch(one.url + '/metrics');
+      await scrape.arrayBuffer();
+      assert.equal(scrape.status, 429);
       // The refusals before routing (404) count against the same shared address window.
       const refused = await two.fetch('/v1/nothing-here');
       assert.equal(refused.status, 429);
       assert.equal(rateLimit(refused)[0], 0);
-      assert.equal(await redis.get(`${prefix}addresses:127.0.0.1`), '12');
+      assert.equal(await redis.get(`${prefix}addresses:127.0.0.1`), '13');
     });
   });
 

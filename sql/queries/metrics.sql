@@ -1,13 +1,14 @@
--- Figures GET /metrics reads from the database at each scrape (contract §16;
--- src/metrics/route.ts), under a 1 s deadline.
+-- Figures GET /metrics reads from the database, at most once per 10 s
+-- (contract §13, §16; src/ops/metrics.ts), under a 1 s deadline.
 
 -- name: MetricsFigures :one
 -- Webhook deliveries still to be attempted (pending) and given up (failed),
--- and the seconds since the oldest event the log still holds (0 when it holds
--- none). pending counts the partial index webhook_deliveries_endpoint_due_idx;
--- failed scans webhook_deliveries (no index has its status: the table holds 30
--- days of deliveries); the oldest event is one probe of events_created_at_idx.
+-- from the counts the triggers of 0011 keep (a few rows, whatever the number
+-- of deliveries: contract §13), and the seconds since the oldest event the log
+-- still holds (0 when it holds none), one probe of events_created_at_idx.
 SELECT
-  (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS deliveries_pending,
-  (SELECT count(*) FROM webhook_deliveries WHERE status = 'failed') AS deliveries_failed,
+  (SELECT coalesce(sum(n), 0) FROM derived.webhook_delivery_counts WHERE status = 'pending')::bigint
+    AS deliveries_pending,
+  (SELECT coalesce(sum(n), 0) FROM derived.webhook_delivery_counts WHERE status = 'failed')::bigint
+    AS deliveries_failed,
   COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(created_at) FROM events)), 0)::float8 AS oldest_event_age_seconds;

@@ -46,6 +46,6 @@ export interface DocumentedRoute {
   readonly versioned?: boolean;
   readonly idempotency?: 'optional' | 'required';
   /** `'never'`: no answer of the route is rate limited or carries the rate-limit fields (health checks). */
-  readonly rateLimited?: boolean | 'never';
+  readonly rateLimited?: boolean | 'never' | 'unless-token';
   readonly doc: RouteDoc;
 }

@@ -2,8 +2,9 @@
  * `GET /metrics` (contract §13, §16): the service's figures in the Prometheus
  * text exposition format. No token unless `METRICS_TOKEN` is set, then that
  * bearer token (compared in constant time). Outside the API versions, never
- * cached, and a successful scrape is not counted against any rate limit
- * (src/pipeline/pipeline.ts; docs/operations.md, "Metrics").
+ * cached; open to anyone, it is rate limited like any anonymous request, and
+ * behind METRICS_TOKEN a successful scrape is not counted (src/pipeline/pipeline.ts;
+ * docs/operations.md, "Metrics").
  *
  * The figures are the instance's: with `WORKERS=N`, every worker's summed
  * (src/metrics/instance.ts). The database's (webhook deliveries, the event
@@ -53,7 +54,8 @@ export const metricsRoute: RouteSpec = {
   pattern: '/metrics',
   auth: 'public',
   versioned: false,
-  rateLimited: false,
+  // contract §13: open to anyone, a scrape is a request like any other; behind METRICS_TOKEN, never counted.
+  rateLimited: 'unless-token',
   doc: {
     summary: 'Prometheus metrics',
     description: [
@@ -65,7 +67,8 @@ export const metricsRoute: RouteSpec = {
       "and the process's memory, CPU time and start time. With WORKERS=N the figures are the instance's: every " +
         "worker's summed. The database's figures are read at most once per 10 s.",
       'Needs no token unless the server sets METRICS_TOKEN, then that bearer token (401 otherwise).',
-      'Never cached; a successful scrape is not counted against the rate limit.',
+      'Never cached. Without METRICS_TOKEN a scrape is counted against its address like any anonymous request; ' +
+        'with it, a successful scrape is not counted.',
     ].join(' '),
     success: { status: 200 },
   },

@@ -91,9 +91,11 @@ export interface RouteSpec {
    * refusal (401, say) still counts against the client address. `'never'`:
    * no answer is counted, refused with 429 or given rate-limit fields,
    * whatever its status (contract §10: a load balancer's health checks must
-   * never take a backend out). Default `true`.
+   * never take a backend out). `'unless-token'`: `true` while the route is open to
+   * anyone, `false` once the server is given a token for it (GET /metrics and
+   * `METRICS_TOKEN`, contract §13). Default `true`.
    */
-  readonly rateLimited?: boolean | 'never';
+  readonly rateLimited?: boolean | 'never' | 'unless-token';
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**

@@ -72,6 +72,9 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         };
   // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
   const shared = limits === undefined ? undefined : services.sharedLimits;
+  /** contract §13: GET /metrics is limited like any anonymous request, unless METRICS_TOKEN guards it. */
+  const limitedRoute = (route: RouteSpec | undefined): boolean | 'never' =>
+    route?.rateLimited === 'unless-token' ? config.metricsToken === undefined : (route?.rateLimited ?? true);
   const versions = versionPolicy(config);
   // What a handler sees of the services: all but the pool, which it reaches only through `ctx.db`.
   const { db: database, ...handlerServices } = services;
@@ -122,8 +125,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     // Health checks are never counted. A route exempt from limits (GET /metrics)
     // and a CORS preflight's 204 are not counted; their refusals are (docs/operations.md).
     const exempt =
-      route?.rateLimited === 'never' ||
-      (response.status < 400 && (route?.rateLimited === false || (preflight && match?.kind === 'options')));
+      limitedRoute(route) === 'never' ||
+      (response.status < 400 && (limitedRoute(route) === false || (preflight && match?.kind === 'options')));
     if (limits !== undefined && rate === undefined && !exempt) {
       // Requests refused before reaching their route's limit check (401, 404,
       // 405, 406, 413…) count against the client address, and are refused
@@ -231,7 +234,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           }
         }
         if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
-      } else if (limits !== undefined && (route.rateLimited ?? true) === true) {
+      } else if (limits !== undefined && limitedRoute(route) === true) {
         const group = addressGroup(address);
         rate =
           shared === undefined

@@ -305,8 +305,10 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
       'A rule of the resource: an unknown product, a product given twice, products in different currencies, an ' +
         'order total too large; an admin creating an order without `customerId`, or for a user that does not ' +
         'exist; an e-mail address already in use; a webhook URL that is not allowed.',
-      'A payment whose `orderId` names no order of yours, or whose amount is not the order total to the cent, or ' +
-        "whose currency is not the order's.",
+      'A payment whose `orderId` names no order of yours, or whose amount is not exactly the order total (a ' +
+        "version 1 amount is compared as the decimal you wrote), or whose currency is not the order's.",
+      'A body that holds more than any request can: over 1,000 elements in one array or members in one object, or ' +
+        'over 10,000 values in all; refused before it is parsed, at the array or object that is too big.',
     ],
     whatToDo: [
       'Fix each member that `errors` points at (at most 20 are listed; `detail` says how many more), then send ' +
