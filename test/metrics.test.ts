@@ -327,12 +327,7 @@ describe('GET /metrics without METRICS_TOKEN, and a rate limit (contract §13)',
       await response.arrayBuffer();
       answers.push(`${response.status} ${response.headers.get('ratelimit')?.replace(/;t=\d+$/, '')}`);
     }
-    assert.deepEqual(answers, [
-      '200 "default";r=2',
-      '200 "default";r=1',
-      '200 "default";r=0',
-      '429 "default";r=0',
-    ]);
+    assert.deepEqual(answers, ['200 "default";r=2', '200 "default";r=1', '200 "default";r=0', '429 "default";r=0']);
     // The same budget as the address's other anonymous requests.
     assert.equal((await fetch(`${t.url}/v1/products/1`)).status, 429);
   });

@@ -187,7 +187,7 @@ describe('rate limits shared through Redis', { skip }, () => {
         assert.equal(response.headers.get('ratelimit'), null, path);
       }
       // contract §13: without METRICS_TOKEN, a scrape is an anonymous request like any other.
-      const scrape = await fetch(one.url + '/metrics');
+      const scrape = await fetch(`${one.url}/metrics`);
       await scrape.arrayBuffer();
       assert.equal(scrape.status, 429);
       // The refusals before routing (404) count against the same shared address window.
