@@ -23,7 +23,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { createLogger } from '../src/base/logger.ts';
 import { openDatabase, STATEMENT_TIMEOUT_MS } from '../src/db/database.ts';
 import { startServer, type RunningServer } from '../src/service/server.ts';
-import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 import { PGBOUNCER_MISSING, startPgBouncer, type PgBouncer } from './support/pgbouncer.ts';
 import { spawnService } from './support/process.ts';
 import { startTestServer, type Account, type TestServer } from './support/server.ts';
@@ -46,7 +46,7 @@ describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
     // Few server connections, so that a client's statements land on several of them.
     pooler = await startPgBouncer(database.target as { host: string; port: number }, { poolSize: 4 });
     pooled = pooler.url(database.url);
-    direct = postgres(database.url, { max: 2, onnotice: () => {} });
+    direct = postgres(database.url, { max: 2, onnotice: () => {}, prepare: TEST_PREPARE });
     t = await startTestServer({ DATABASE_URL: pooled, DB_PREPARE: 'off', DB_POOL_MAX: '6' }, database);
   });
   after(async () => {

@@ -30,7 +30,7 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 import { readMigrations } from '../src/db/migrate.ts';
 import { seed } from '../src/service/seed.ts';
 import { createUser } from '../src/users/user-store.ts';
-import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 import { CHECK_INTERVAL_MS, HAPROXY_MISSING, HAPROXY_TEMPLATE, startHaproxy, type Haproxy } from './support/haproxy.ts';
 import { PGBOUNCER_MISSING, PGBOUNCER_TEMPLATE, startPgBouncer, type PgBouncer } from './support/pgbouncer.ts';
 import { startService, type ServiceProcess } from './support/process.ts';
@@ -93,38 +93,60 @@ async function startTopology(
     ...env,
   };
   // Both at once: each runs the migrations at start.
-  const services = await Promise.all(perService.map((own) => startService({ ...common, ...own })));
-  const balancer = await startHaproxy(services.map((s) => s.url));
-  const db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2 });
-  await seed(db);
+  const started = await Promise.allSettled(perService.map((own) => startService({ ...common, ...own })));
+  const services = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  let balancer: Haproxy | undefined;
+  let db: Database | undefined;
+  try {
+    if (services.length < started.length)
+      throw (started.find((s) => s.status === 'rejected') as PromiseRejectedResult).reason;
+    balancer = await startHaproxy(services.map((s) => s.url));
+    db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 2, prepare: TEST_PREPARE });
+    await seed(db);
+  } catch (error) {
+    // Nothing of a topology that could not start is left running (a child process would hold the run open).
+    await balancer?.stop();
+    await db?.close();
+    await stopAll(services);
+    await pooler.stop();
+    await database.drop();
+    throw error;
+  }
+  const ready = { balancer, db };
   let users = 0;
   return {
     database,
     pooler,
     pooled,
     services,
-    balancer,
-    db,
+    balancer: ready.balancer,
+    db: ready.db,
     async token(role) {
       users += 1;
+      const db = ready.db;
       const user = await createUser(db, { email: `${role}${users}@scale-out.test`, name: `Scale ${users}`, role });
       const { token, record } = await createToken(db, user.id, SCOPES, null);
       return { id: user.id, token, tokenId: record.id };
     },
     async close() {
-      await balancer.stop();
-      await Promise.all(
-        services.map(async (service) => {
-          if (service.process.exitCode !== null) return;
-          service.process.kill('SIGTERM');
-          await once(service.process, 'exit');
-        }),
-      );
-      await db.close();
+      await ready.balancer.stop();
+      await stopAll(services);
+      await ready.db.close();
       await pooler.stop();
       await database.drop();
     },
   };
+}
+
+/** Stops the service's processes (SIGTERM) and waits until they have exited. */
+async function stopAll(services: readonly ServiceProcess[]): Promise<void> {
+  await Promise.all(
+    services.map(async (service) => {
+      if (service.process.exitCode !== null) return;
+      service.process.kill('SIGTERM');
+      await once(service.process, 'exit');
+    }),
+  );
 }
 
 /** A GET through HAProxy on a connection of its own. */
@@ -163,7 +185,7 @@ describe('HAProxy → two processes → PgBouncer (transaction mode) → Postgre
   });
 
   it('two processes starting at once applied each migration once, and left no lock behind', async () => {
-    const direct = postgres(top.database.url, { max: 1, onnotice: () => {} });
+    const direct = postgres(top.database.url, { max: 1, onnotice: () => {}, prepare: TEST_PREPARE });
     try {
       const rows = await direct<{ name: string }[]>`SELECT name FROM schema_migrations ORDER BY version`;
       assert.deepEqual(
