@@ -68,6 +68,13 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     const socket = req.socket;
     settle(socket, +1);
     res.once('close', () => settle(socket, -1));
+    // contract §11: a client that has more requests waiting on one connection than any client that
+    // reads its answers would is cut off, with them: node parses a whole read (64 KiB, some thousands of
+    // small pipelined requests) at once, and each would hold its request and response objects until served.
+    if ((connections.get(socket) ?? 0) > MAX_PIPELINED) {
+      socket.destroy();
+      return;
+    }
     const run = () =>
       serve(handler, req, res, () => closing).catch((error: unknown) => {
         // Only a failure to write the response lands here (the client went away
@@ -328,6 +335,9 @@ async function writeResponse(
   }
   res.end();
 }
+
+/** contract §11: the most requests a connection may have waiting for their answers (pipelined) at once. */
+export const MAX_PIPELINED = 64;
 
 /** contract §11: how much of an answer may stay unwritten when the connection's next request starts. */
 export const PIPELINE_BUDGET = 64 * 1024;
