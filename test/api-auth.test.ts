@@ -152,7 +152,7 @@ describe('GET /users and /users/{id}: ownership', () => {
     const response = await t.fetch('/v1/users?role=admin', { headers: bearer(admin.token) });
     assert.equal(response.status, 400);
     assert.deepEqual((await response.json()).errors, [
-      { parameter: 'role', detail: 'is not a parameter of this collection; use page, pageSize, sort' },
+      { parameter: 'role', detail: 'is not a parameter of this collection; use page, pageSize, sort, cursor' },
     ]);
   });
 });

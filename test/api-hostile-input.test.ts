@@ -175,7 +175,7 @@ describe('the errors list of a problem (contract §11: at most 20, each once)', 
       problem.errors,
       first.map((parameter) => ({
         parameter,
-        detail: 'is not a parameter of this collection; use page, pageSize, sort, status, customerId, minTotal',
+        detail: 'is not a parameter of this collection; use page, pageSize, sort, cursor, status, customerId, minTotal',
       })),
     );
     assert.equal(

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { encodeCursor } from '../src/http/list-query.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 let t: TestServer;
@@ -216,15 +217,25 @@ describe('GET /orders', () => {
     }
   });
 
-  it('links the pages', async () => {
+  it('links the pages: first, prev and last by number, next by cursor (contract §4)', async () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
+    const pending = expected((o) => o.status === 'pending');
+    // The cursor after the last row of page 2: its id, for the default order.
+    const cursor = encodeCursor('/orders', { sort: [], filters: { status: 'pending' } }, [String(pending[3])]);
     assert.equal(
       response.headers.get('link'),
       '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", ' +
         '</v1/orders?status=pending&pageSize=2&page=1>; rel="prev", ' +
-        '</v1/orders?status=pending&pageSize=2&page=3>; rel="next", ' +
+        `</v1/orders?status=pending&pageSize=2&cursor=${cursor}>; rel="next", ` +
         '</v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"',
     );
+    assert.deepEqual((await response.json()).meta, {
+      total: 6,
+      page: 2,
+      pageSize: 2,
+      pageCount: 3,
+      next: `/v1/orders?status=pending&pageSize=2&cursor=${cursor}`,
+    });
   });
 
   it('answers a page past the last with empty data and the true total', async () => {

@@ -1,6 +1,7 @@
 /** The public product catalog (contract §2, §4) over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { encodeCursor } from '../src/http/list-query.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 let t: TestServer;
@@ -21,7 +22,7 @@ interface ProductV1 {
 }
 interface Envelope<T> {
   data: T[];
-  meta: { total: number; page: number; pageSize: number; pageCount: number };
+  meta: { total: number; page?: number; pageSize: number; pageCount: number; next?: string };
 }
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -32,7 +33,15 @@ describe('GET /products', () => {
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'application/json');
     const body = (await response.json()) as Envelope<ProductV1>;
-    assert.deepEqual(body.meta, { total: 21, page: 1, pageSize: 20, pageCount: 2 });
+    // The next page by cursor (contract §4): after product 20, in the default order.
+    const cursor = encodeCursor('/products', { sort: [], filters: {} }, ['20']);
+    assert.deepEqual(body.meta, {
+      total: 21,
+      page: 1,
+      pageSize: 20,
+      pageCount: 2,
+      next: `/v1/products?cursor=${cursor}`,
+    });
     assert.equal(body.data.length, 20);
     assert.deepEqual(
       body.data.map((p) => p.id),
@@ -46,8 +55,8 @@ describe('GET /products', () => {
     assert.match(body.data[0]!.createdAt, TIMESTAMP);
     assert.equal(
       response.headers.get('link'),
-      '</v1/products?page=1>; rel="first", </v1/products?page=2>; rel="next", </v1/products?page=2>; rel="last", ' +
-        '</v2/products>; rel="successor-version"',
+      `</v1/products?page=1>; rel="first", </v1/products?cursor=${cursor}>; rel="next", ` +
+        '</v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"',
     );
   });
 

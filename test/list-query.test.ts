@@ -6,6 +6,7 @@ import { orderBy } from '../src/db/page.ts';
 type Key = 'id' | 'createdAt' | 'total';
 const spec: ListSpec<Key, { status: string }> = {
   sortKeys: ['id', 'createdAt', 'total'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz', total: 'numeric' },
   filters: { status: (v) => (['pending', 'paid'].includes(v) ? { value: v } : { error: 'must be pending or paid' }) },
 };
 const parse = (qs: string) => parseListQuery(new URLSearchParams(qs), spec);
@@ -34,17 +35,38 @@ describe('parseListQuery()', () => {
     const cases: [string, { parameter: string; detail: string }[]][] = [
       [
         'colour=red',
-        [{ parameter: 'colour', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }],
+        [
+          {
+            parameter: 'colour',
+            detail: 'is not a parameter of this collection; use page, pageSize, sort, cursor, status',
+          },
+        ],
       ],
       [
         'Page=2',
-        [{ parameter: 'Page', detail: 'is not a parameter of this collection; use page, pageSize, sort, status' }],
+        [
+          {
+            parameter: 'Page',
+            detail: 'is not a parameter of this collection; use page, pageSize, sort, cursor, status',
+          },
+        ],
       ],
       ['page=0', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
       ['page=', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
       ['page=1.0', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
       ['page=01', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
-      ['page=99999999999999999', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
+      ['page=-1', [{ parameter: 'page', detail: 'must be an integer of at least 1' }]],
+      [
+        'page=99999999999999999',
+        [
+          {
+            parameter: 'page',
+            detail:
+              'must be at most 500 with pageSize 20: page reaches at most 10,000 rows deep; ' +
+              "follow the next link's cursor to go further",
+          },
+        ],
+      ],
       ['pageSize=0', [{ parameter: 'pageSize', detail: 'must be an integer from 1 to 100' }]],
       ['pageSize=101', [{ parameter: 'pageSize', detail: 'must be an integer from 1 to 100' }]],
       ['pageSize=ten', [{ parameter: 'pageSize', detail: 'must be an integer from 1 to 100' }]],
@@ -150,33 +172,59 @@ describe('pageCount()', () => {
 
 describe('paginationLinks()', () => {
   const url = new URL('http://localhost/v1/products?sort=-id&pageSize=5&page=2');
-  it('links first, prev, next and last, keeping the other parameters', () => {
-    assert.equal(
-      paginationLinks(url, 2, 4),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
+  it('links first, prev, next (a cursor) and last, keeping the other parameters in their order', () => {
+    assert.deepEqual(paginationLinks(url, { page: 2, pageSize: 5, pages: 4, cursor: 'abc' }), {
+      header:
+        '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
         '</v1/products?sort=-id&pageSize=5&page=1>; rel="prev", ' +
-        '</v1/products?sort=-id&pageSize=5&page=3>; rel="next", ' +
+        '</v1/products?sort=-id&pageSize=5&cursor=abc>; rel="next", ' +
         '</v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
-    );
+      next: '/v1/products?sort=-id&pageSize=5&cursor=abc',
+    });
   });
   it('has no prev on the first page and no next on the last', () => {
-    assert.equal(
-      paginationLinks(url, 1, 1),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="last"',
-    );
+    assert.deepEqual(paginationLinks(url, { page: 1, pageSize: 5, pages: 1 }), {
+      header:
+        '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", </v1/products?sort=-id&pageSize=5&page=1>; rel="last"',
+    });
   });
   it('points prev at the last page from a page past it', () => {
-    assert.equal(
-      paginationLinks(url, 9, 4),
-      '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
+    assert.deepEqual(paginationLinks(url, { page: 9, pageSize: 5, pages: 4 }), {
+      header:
+        '</v1/products?sort=-id&pageSize=5&page=1>; rel="first", ' +
         '</v1/products?sort=-id&pageSize=5&page=4>; rel="prev", ' +
         '</v1/products?sort=-id&pageSize=5&page=4>; rel="last"',
+    });
+  });
+  it('adds page or cursor when the request had neither', () => {
+    assert.deepEqual(
+      paginationLinks(new URL('http://localhost/products'), { page: 1, pageSize: 20, pages: 2, cursor: 'c' }),
+      {
+        header: '</products?page=1>; rel="first", </products?cursor=c>; rel="next", </products?page=2>; rel="last"',
+        next: '/products?cursor=c',
+      },
     );
   });
-  it('adds page when the request had none', () => {
-    assert.equal(
-      paginationLinks(new URL('http://localhost/products'), 1, 2),
-      '</products?page=1>; rel="first", </products?page=2>; rel="next", </products?page=2>; rel="last"',
+  it('on a cursor page: no prev, the next cursor in place of the last, first and last by page number', () => {
+    const deep = new URL('http://localhost/v2/orders?status=paid&cursor=old&pageSize=10');
+    assert.deepEqual(paginationLinks(deep, { pageSize: 10, pages: 12, cursor: 'new' }), {
+      header:
+        '</v2/orders?status=paid&pageSize=10&page=1>; rel="first", ' +
+        '</v2/orders?status=paid&cursor=new&pageSize=10>; rel="next", ' +
+        '</v2/orders?status=paid&pageSize=10&page=12>; rel="last"',
+      next: '/v2/orders?status=paid&cursor=new&pageSize=10',
+    });
+  });
+  it('leaves out last when it lies deeper than page reaches (10,000 rows)', () => {
+    const orders = new URL('http://localhost/orders?pageSize=100');
+    assert.deepEqual(
+      paginationLinks(orders, { page: 1, pageSize: 100, pages: 100, cursor: 'c' }).header,
+      '</orders?pageSize=100&page=1>; rel="first", </orders?pageSize=100&cursor=c>; rel="next", ' +
+        '</orders?pageSize=100&page=100>; rel="last"',
+    );
+    assert.deepEqual(
+      paginationLinks(orders, { page: 1, pageSize: 100, pages: 101, cursor: 'c' }).header,
+      '</orders?pageSize=100&page=1>; rel="first", </orders?pageSize=100&cursor=c>; rel="next"',
     );
   });
 });

@@ -80,7 +80,7 @@ describe('GET /openapi.json', () => {
     const list = document.paths['/v2/orders'].get.parameters.filter((p: { in: string }) => p.in === 'query');
     assert.deepEqual(
       list.map((p: { name: string }) => p.name),
-      ['page', 'pageSize', 'sort', 'status', 'customerId', 'minTotal'],
+      ['page', 'pageSize', 'sort', 'cursor', 'status', 'customerId', 'minTotal'],
     );
     assert.deepEqual(list[1].schema, { type: 'integer', minimum: 1, maximum: 100, default: 20 });
     assert.match('-total,id', new RegExp(list[2].schema.pattern));

@@ -63,10 +63,11 @@ RETURNING id, url, events, secret, created_at;
 SELECT id, url, events, created_at FROM webhook_endpoints WHERE id = $1;
 
 -- name: ListWebhookEndpoints :many
--- {{where}}, {{orderBy}}, {{limit}}, {{offset}}: as every list (src/http/collection.ts).
-SELECT id, url, events, created_at, (SELECT count(*) FROM webhook_endpoints WHERE {{where}}) AS total_count
+-- {{where}}, {{after}}, {{orderBy}}, {{sortKey}}, {{limit}}, {{offset}}: as every list (src/db/page.ts).
+SELECT id, url, events, created_at, (SELECT count(*) FROM webhook_endpoints WHERE {{where}}) AS total_count,
+       {{sortKey}} AS sort_key
 FROM webhook_endpoints
-WHERE {{where}}
+WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
@@ -77,15 +78,17 @@ SELECT count(*) AS total_count FROM webhook_endpoints WHERE {{where}};
 DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id;
 
 -- name: ListDeliveries :many
--- The deliveries of one endpoint with their attempts. {{where}} always holds the endpoint.
+-- The deliveries of one endpoint with their attempts. {{where}} always holds
+-- the endpoint; the other fragments as every list's (src/db/page.ts).
 SELECT d.id, d.event_id, e.type AS event_type, d.status, d.attempts, d.next_attempt_at, d.created_at,
        coalesce((SELECT json_agg(json_build_object('at', a.attempted_at, 'status', a.status, 'error', a.error,
                                            'durationMs', a.duration_ms) ORDER BY a.id)
                  FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]'::json) AS attempt_log,
-       (SELECT count(*) FROM webhook_deliveries d WHERE {{where}}) AS total_count
+       (SELECT count(*) FROM webhook_deliveries d WHERE {{where}}) AS total_count,
+       {{sortKey}} AS sort_key
 FROM webhook_deliveries d
 JOIN events e ON e.id = d.event_id
-WHERE {{where}}
+WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 

@@ -1,13 +1,15 @@
 -- Order items as a collection (contract §4: GET /order-items?orderId=N).
 
 -- name: ListOrderItems :many
--- {{where}}: fixed fragments from src/orders/items.ts; {{orderBy}}: the fixed
--- sort-key map; {{limit}}, {{offset}}: the parameter numbers after the filters'.
+-- {{where}}: fixed fragments from src/orders/items.ts; {{orderBy}}, {{after}}
+-- (a cursor page's keyset) and {{sortKey}}: from the fixed sort-key map;
+-- {{limit}}, {{offset}}: the parameter numbers after those (src/db/page.ts).
 SELECT i.id, i.order_id, i.product_id, i.qty, i.unit_price::text AS unit_price, o.currency,
-       (SELECT count(*) FROM order_items i JOIN orders o ON o.id = i.order_id WHERE {{where}}) AS total_count
+       (SELECT count(*) FROM order_items i JOIN orders o ON o.id = i.order_id WHERE {{where}}) AS total_count,
+       {{sortKey}} AS sort_key
 FROM order_items i
 JOIN orders o ON o.id = i.order_id
-WHERE {{where}}
+WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 

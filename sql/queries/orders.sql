@@ -82,14 +82,17 @@ WHERE o.id = $1
 -- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}
 -- is built only from the fixed filter fragments in src/orders/orders.ts
 -- (values are parameters: $1…$n), {{orderBy}} only from the fixed sort-key
--- map; {{limit}} and {{offset}} are the parameter numbers after the filters'.
+-- map; {{after}} is a cursor page's keyset condition (TRUE on a page by
+-- number), {{sortKey}} each row's keyset position as text, both from the
+-- same map (src/db/page.ts); {{limit}} and {{offset}} are the parameter
+-- numbers after those (offset 0 on a cursor page).
 -- The count is a separate scalar subquery rather than count(*) OVER (): the
 -- page stops after LIMIT rows in index order, and the count can read the
 -- index alone (an index-only scan), instead of every matching row in full.
 WITH page AS (
   SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at
   FROM orders o
-  WHERE {{where}}
+  WHERE {{where}} AND {{after}}
   ORDER BY {{orderBy}}
   LIMIT {{limit}} OFFSET {{offset}}
 )
@@ -98,7 +101,8 @@ SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.crea
        coalesce((SELECT json_agg(json_build_object(
                    'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
                    'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
+                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items,
+       {{sortKey}} AS sort_key
 FROM page o
 ORDER BY {{orderBy}};
 
@@ -117,11 +121,12 @@ WHERE {{where}};
 -- {{totalWhere}} holds the same filters over order_counts c, with the same
 -- parameter numbers as {{where}} (src/orders/orders.ts): c.customer_id = $n
 -- for each customer condition, or c.customer_id = 0 (the rows that count
--- every customer) when there is none, and c.status = $n.
+-- every customer) when there is none, and c.status = $n. {{after}},
+-- {{sortKey}}, {{limit}} and {{offset}} as in ListOrders.
 WITH page AS (
   SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at
   FROM orders o
-  WHERE {{where}}
+  WHERE {{where}} AND {{after}}
   ORDER BY {{orderBy}}
   LIMIT {{limit}} OFFSET {{offset}}
 )
@@ -130,7 +135,8 @@ SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.crea
        coalesce((SELECT json_agg(json_build_object(
                    'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
                    'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
+                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items,
+       {{sortKey}} AS sort_key
 FROM page o
 ORDER BY {{orderBy}};
 

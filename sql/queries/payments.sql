@@ -30,13 +30,15 @@ WHERE p.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: ListPayments :many
--- {{where}}: fixed fragments from src/payments/payments.ts; {{orderBy}}: the
--- fixed sort-key map; {{limit}}, {{offset}}: the parameter numbers after the filters'.
+-- {{where}}: fixed fragments from src/payments/payments.ts; {{orderBy}},
+-- {{after}} (a cursor page's keyset) and {{sortKey}}: from the fixed sort-key
+-- map; {{limit}}, {{offset}}: the parameter numbers after those (src/db/page.ts).
 SELECT p.id, p.order_id, p.amount::text AS amount, p.currency, p.status, p.created_at,
-       (SELECT count(*) FROM payments p JOIN orders o ON o.id = p.order_id WHERE {{where}}) AS total_count
+       (SELECT count(*) FROM payments p JOIN orders o ON o.id = p.order_id WHERE {{where}}) AS total_count,
+       {{sortKey}} AS sort_key
 FROM payments p
 JOIN orders o ON o.id = p.order_id
-WHERE {{where}}
+WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 

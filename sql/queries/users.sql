@@ -17,11 +17,13 @@ RETURNING id, email, name, role, created_at;
 
 -- name: ListUsers :many
 -- {{where}}: fixed fragments from src/users/users.ts (a customer sees only
--- their own record); {{orderBy}}: the fixed sort-key map; {{limit}},
--- {{offset}}: the parameter numbers after the filters'.
-SELECT id, email, name, role, created_at, (SELECT count(*) FROM users WHERE {{where}}) AS total_count
+-- their own record); {{orderBy}}, {{after}} (a cursor page's keyset) and
+-- {{sortKey}}: from the fixed sort-key map; {{limit}}, {{offset}}: the
+-- parameter numbers after those (src/db/page.ts).
+SELECT id, email, name, role, created_at, (SELECT count(*) FROM users WHERE {{where}}) AS total_count,
+       {{sortKey}} AS sort_key
 FROM users
-WHERE {{where}}
+WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 

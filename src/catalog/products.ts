@@ -2,7 +2,6 @@
 import * as v from 'valibot';
 import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy } from '../db/page.ts';
 import { jsonResponse } from '../http/json.ts';
 import type { ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
@@ -52,12 +51,16 @@ const PRODUCT = { v1: ProductV1, v2: ProductV2 };
 const PRODUCT_PAGE = { v1: page('ProductPageV1', ProductV1), v2: page('ProductPageV2', ProductV2) };
 
 type ProductSortKey = 'id' | 'createdAt';
-const LIST: ListSpec<ProductSortKey, Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+const LIST: ListSpec<ProductSortKey, Record<string, never>> = {
+  sortKeys: ['id', 'createdAt'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
+  filters: {},
+};
 const SORT_COLUMNS: Record<ProductSortKey, string> = { id: 'id', createdAt: 'created_at' };
 
 const listProducts = collectionHandler({
   list: LIST,
-  sql: (_ctx, query) => ({ list: 'ListProducts', count: 'CountProducts', orderBy: orderBy(query.sort, SORT_COLUMNS) }),
+  sql: () => ({ list: 'ListProducts', count: 'CountProducts', columns: SORT_COLUMNS }),
   represent: productRepresentation,
 });
 

@@ -1,8 +1,11 @@
 /**
  * One page of a list statement (contract §2, §4): the SQL composition of
- * its filters and sort from fixed fragments, and the read of the page's rows
- * with the count of all matching rows. Nothing from a request reaches the
- * SQL text but the choice among fixed fragments; values travel as parameters.
+ * its filters, sort and keyset from fixed fragments, and the read of the
+ * page's rows with the count of all matching rows. A page is either a page
+ * by number (an OFFSET, at most 10,000 rows deep) or a cursor page (a keyset
+ * condition, no OFFSET: an index range at any depth). Nothing from a request
+ * reaches the SQL text but the choice among fixed fragments; values travel as
+ * parameters.
  */
 import type { Db, Param } from './database.ts';
 
@@ -54,14 +57,125 @@ export function where(conditions: readonly Condition[]): { sql: string; params: 
   };
 }
 
+/** The SQL type of a sort key's values (as src/http/list-query.ts's `KeyType`). */
+export type KeyType = 'bigint' | 'numeric' | 'text' | 'timestamptz';
+
+/** A key of a list's order, `id` last, with the SQL type of its values. */
+export interface OrderKey extends Sort<string> {
+  readonly type: KeyType;
+}
+
+/**
+ * A cursor's value as SQL takes it: a parameter of text, cast to the key's
+ * type. A timestamp goes through text: a parameter the server types as
+ * timestamptz would be written by the driver from a JavaScript Date, which
+ * keeps milliseconds and drops the microseconds the keyset needs.
+ */
+const CAST: Readonly<Record<KeyType, string>> = {
+  bigint: '::bigint',
+  numeric: '::numeric',
+  text: '::text',
+  timestamptz: '::text::timestamptz',
+};
+
+/** A key's value as text that casts back to exactly that value (a timestamp in UTC, to the microsecond). */
+const AS_TEXT: Readonly<Record<KeyType, (column: string) => string>> = {
+  bigint: (c) => `${c}::text`,
+  numeric: (c) => `${c}::text`,
+  text: (c) => c,
+  timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+};
+
+/**
+ * The row's keyset position as the list statements return it (their
+ * `{{sortKey}}`, as `sort_key`): a JSON array of each key's value as text,
+ * which a cursor carries and `keyset()` casts back.
+ *
+ * @example
+ * sortKey([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: true, type: 'bigint' }],
+ *   { id: 'o.id', total: 'o.total' })
+ * // 'json_build_array(o.total::text, o.id::text)'
+ */
+export function sortKey(order: readonly OrderKey[], columns: Readonly<Record<string, string>>): string {
+  return `json_build_array(${order.map((k) => AS_TEXT[k.type](column(columns, k.key))).join(', ')})`;
+}
+
+/**
+ * The keyset condition of a cursor page (contract §4): the rows after the
+ * position `after` (a value per key of `order`) in that order, as fixed SQL
+ * chosen by the keys and their directions only; the values are parameters
+ * numbered from `$first`, each cast to its key's type. Keys in `pinned`
+ * (every row has the same value: an equality filter) are left out. Keys of
+ * one direction in a row compare as one row value, which a B-tree index on
+ * those columns reads as a range; where directions change, the later keys
+ * decide only among ties of the earlier ones (the expanded OR form), and the
+ * first run of keys also bounds the range on its own, so that an index on
+ * its columns still starts at the position. Every sort column is NOT NULL:
+ * a nullable one would need its own NULL ordering here.
+ *
+ * @example
+ * keyset([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: false, type: 'bigint' }],
+ *   { id: 'o.id', total: 'o.total' }, ['12.50', '7'], 3)
+ * // { sql: 'o.total <= $3::numeric AND (o.total < $3::numeric OR (o.total = $3::numeric AND o.id > $4::bigint))',
+ * //   params: ['12.50', '7'] }
+ */
+export function keyset(
+  order: readonly OrderKey[],
+  columns: Readonly<Record<string, string>>,
+  after: readonly string[],
+  first: number,
+  pinned: readonly string[] = [],
+): { sql: string; params: Param[] } {
+  if (after.length !== order.length) throw new Error(`a keyset of ${order.length} keys needs as many values`);
+  const keys = order.flatMap((k, i) => (pinned.includes(k.key) ? [] : [{ ...k, value: after[i] as string }]));
+  const params = keys.map((k) => k.value);
+  const parts = keys.map((k, i) => ({ column: column(columns, k.key), param: `$${first + i}${CAST[k.type]}` }));
+  // Runs of keys in one direction, in order.
+  const runs: { descending: boolean; parts: typeof parts }[] = [];
+  for (const [i, key] of keys.entries()) {
+    const run = runs.at(-1);
+    if (run?.descending === key.descending) run.parts.push(parts[i]!);
+    else runs.push({ descending: key.descending, parts: [parts[i]!] });
+  }
+  const compare = (run: (typeof runs)[number], strict: boolean) => {
+    const op = `${run.descending ? '<' : '>'}${strict ? '' : '='}`;
+    return run.parts.length === 1
+      ? `${run.parts[0]!.column} ${op} ${run.parts[0]!.param}`
+      : `(${run.parts.map((p) => p.column).join(', ')}) ${op} (${run.parts.map((p) => p.param).join(', ')})`;
+  };
+  const beyond = (r: number): string => {
+    const run = runs[r]!;
+    if (r === runs.length - 1) return compare(run, true);
+    const equal = run.parts.map((p) => `${p.column} = ${p.param}`).join(' AND ');
+    const rest = r + 1 === runs.length - 1 ? beyond(r + 1) : `(${beyond(r + 1)})`;
+    return `${compare(run, true)} OR (${equal} AND ${rest})`;
+  };
+  if (runs.length === 0) return { sql: 'TRUE', params };
+  if (runs.length === 1) return { sql: beyond(0), params };
+  return { sql: `${compare(runs[0]!, false)} AND (${beyond(0)})`, params };
+}
+
+function column(columns: Readonly<Record<string, string>>, key: string): string {
+  const sql = columns[key];
+  if (sql === undefined) throw new Error(`the sort key ${key} has no column`);
+  return sql;
+}
+
 export interface PageRequest {
-  readonly page: number;
   readonly pageSize: number;
+  /** The order (`sortOrder()` of the query's sort): `id` last, each key with its type. */
+  readonly order: readonly OrderKey[];
+  /** The page by number: an OFFSET, which contract §4 keeps within 10,000 rows. */
+  readonly page?: number;
+  /** A cursor page: the keyset position it continues after (a value per key of `order`); no OFFSET. */
+  readonly after?: readonly string[];
 }
 
 export interface Page<Row> {
   readonly rows: Row[];
   readonly total: number;
+  /** The keyset position of the last row when there is a next page (its cursor's values); absent on the last. */
+  readonly next?: readonly string[];
 }
 
 /** The statements and whitelisted SQL fragments of one list query: never text from a request. */
@@ -70,8 +184,8 @@ export interface PageSql {
   readonly list: string;
   /** The `:many` statement of the count alone, run only when the page is empty (past the last). */
   readonly count: string;
-  /** The `ORDER BY` list (from `orderBy()`). */
-  readonly orderBy: string;
+  /** The SQL of each sort key, `id` included: a fixed map, for the `ORDER BY`, the keyset and `sort_key`. */
+  readonly columns: Readonly<Record<string, string>>;
   /** The `WHERE` condition (from `where()`); `TRUE` when absent. */
   readonly where?: string;
   /**
@@ -82,27 +196,68 @@ export interface PageSql {
   readonly totalWhere?: string;
   /** The values of `where`'s parameters. */
   readonly params?: readonly Param[];
+  /**
+   * Sort keys that an equality filter fixes (every row has one value): left
+   * out of the keyset, so that an index on the filter's column and the next
+   * keys serves it as one range.
+   */
+  readonly pinned?: readonly string[];
 }
 
 /**
- * Runs `sql.list` with its parameters followed by the page size and offset
- * (its `{{limit}}` and `{{offset}}` placeholders become their parameter
- * numbers). `sql.count` runs only when the page is empty: a page past the
- * last has no row to carry the count. Both get `{{where}}` and, when given,
- * `{{totalWhere}}`.
+ * The fragments and parameters of `sql.list` for `request`: `{{where}}`
+ * (and `{{totalWhere}}` when given) with the filters' parameters first, then
+ * `{{after}}` (the keyset on a cursor page, else `TRUE`), `{{orderBy}}`,
+ * `{{sortKey}}`, `{{limit}}` (one row more than the page, to know whether a
+ * next page exists) and `{{offset}}` (0 on a cursor page).
  */
-export async function fetchPage<Row>(db: Db, sql: PageSql, page: PageRequest): Promise<Page<Row>> {
-  const params = sql.params ?? [];
-  const offset = (BigInt(page.page) - 1n) * BigInt(page.pageSize);
+export function pageStatement(
+  sql: PageSql,
+  request: PageRequest,
+): { fragments: Record<string, string>; params: Param[] } {
+  const params: Param[] = [...(sql.params ?? [])];
   const where = sql.where ?? 'TRUE';
   // Only when given: a statement that needs it and lacks it fails loudly.
   const total = sql.totalWhere === undefined ? {} : { totalWhere: sql.totalWhere };
-  const rows = await db.composed<Row & { total_count: number }>(
-    sql.list,
-    { where, ...total, orderBy: sql.orderBy, limit: `$${params.length + 1}`, offset: `$${params.length + 2}::bigint` },
-    [...params, page.pageSize, offset.toString()],
-  );
-  if (rows.length > 0) return { rows, total: rows[0]!.total_count };
-  const [count] = await db.composed<{ total_count: number }>(sql.count, { where, ...total }, params);
-  return { rows, total: count?.total_count ?? 0 };
+  const after =
+    request.after === undefined
+      ? { sql: 'TRUE', params: [] }
+      : keyset(request.order, sql.columns, request.after, params.length + 1, sql.pinned);
+  params.push(...after.params, request.pageSize + 1);
+  const limit = `$${params.length}`;
+  let offset = '0';
+  if (request.after === undefined) {
+    params.push(((BigInt(request.page ?? 1) - 1n) * BigInt(request.pageSize)).toString());
+    offset = `$${params.length}::bigint`;
+  }
+  const fragments = {
+    where,
+    ...total,
+    after: after.sql,
+    orderBy: orderBy(request.order, sql.columns),
+    sortKey: sortKey(request.order, sql.columns),
+    limit,
+    offset,
+  };
+  return { fragments, params };
+}
+
+/**
+ * Runs `sql.list` as `pageStatement()` composes it. `sql.count` runs only
+ * when the page is empty: a page past the last has no row to carry the
+ * count. Both get `{{where}}` and, when given, `{{totalWhere}}`.
+ */
+export async function fetchPage<Row>(db: Db, sql: PageSql, request: PageRequest): Promise<Page<Row>> {
+  const { fragments, params } = pageStatement(sql, request);
+  const rows = await db.composed<Row & { total_count: number; sort_key: string[] }>(sql.list, fragments, params);
+  const page = rows.slice(0, request.pageSize);
+  const last = rows.length > request.pageSize ? page.at(-1) : undefined;
+  if (page.length > 0)
+    return { rows: page, total: rows[0]!.total_count, ...(last === undefined ? {} : { next: last.sort_key }) };
+  const where = {
+    where: fragments.where as string,
+    ...(sql.totalWhere === undefined ? {} : { totalWhere: sql.totalWhere }),
+  };
+  const [count] = await db.composed<{ total_count: number }>(sql.count, where, sql.params ?? []);
+  return { rows: page, total: count?.total_count ?? 0 };
 }

@@ -71,12 +71,28 @@ export function money(amount: string, currency: string, version: Version): numbe
   return version === 1 ? Number(amount) : { amount, currency };
 }
 
-/** The `meta` of a collection page (contract §2). */
+/** The `meta` of a collection page (contract §2, §4): `page` only on a page by number, `next` unless on the last. */
 export const Meta = v.strictObject({
   total: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  page: v.pipe(v.number(), v.integer(), v.minValue(1)),
+  page: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.description('The page number; absent on a page reached by cursor, which has none.'),
+    ),
+  ),
   pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
   pageCount: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  next: v.optional(
+    v.pipe(
+      v.string(),
+      v.description(
+        'The next page, as a relative URL: this request with cursor= (and no page), as in the Link rel="next". ' +
+          'Absent on the last page.',
+      ),
+    ),
+  ),
 });
 
 /** A page of a collection of `item`: `{"data": [...], "meta": {...}}`, under `name`. */

@@ -21,7 +21,7 @@ import type * as v from 'valibot';
 import type { DocumentedRoute, NamedSchema, RouteDoc, VersionedSchema } from './types.ts';
 import { ID_SCHEMA, Problem } from './atoms.ts';
 import { SCOPES } from '../auth/tokens.ts';
-import { MAX_PAGE_SIZE } from '../http/list-query.ts';
+import { DEFAULT_PAGE_SIZE, MAX_CURSOR_LENGTH, MAX_PAGE_DEPTH, MAX_PAGE_SIZE, maxPage } from '../http/list-query.ts';
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
 import { isStored } from '../http/idempotency-key.ts';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
@@ -309,8 +309,12 @@ function parameters(route: DocumentedRoute, method: string): Json[] {
       {
         name: 'page',
         in: 'query',
-        description: 'Page number; a page past the last is empty.',
-        schema: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
+        description:
+          `Page number; a page past the last is empty. Reaches at most ${MAX_PAGE_DEPTH} rows deep: (page - 1) × ` +
+          `pageSize must be below ${MAX_PAGE_DEPTH} (so at most ${MAX_PAGE_DEPTH} with pageSize 1, ` +
+          `${maxPage(DEFAULT_PAGE_SIZE)} with the default ${DEFAULT_PAGE_SIZE}); deeper is 400 invalid-query: ` +
+          "follow the next link's cursor instead. Not with cursor.",
+        schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_DEPTH, default: 1 },
       },
       {
         name: 'pageSize',
@@ -325,6 +329,15 @@ function parameters(route: DocumentedRoute, method: string): Json[] {
           `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in ` +
           'the order given, then by id in the direction of the last key.',
         schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
+      },
+      {
+        name: 'cursor',
+        in: 'query',
+        description:
+          'Opaque: the page after the position it holds, as the next link (Link rel="next", meta.next) gives it. ' +
+          'Valid only with the filters and sort it was made for (pageSize may change), and not with page; ' +
+          'otherwise 400 invalid-query. A cursor page has no page number (meta.page is absent).',
+        schema: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, pattern: '^[A-Za-z0-9_-]+$' },
       },
     );
     for (const filter of Object.keys(list.filters)) {

@@ -5,13 +5,17 @@
  */
 import { principalOf, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy, where } from '../db/page.ts';
+import { where } from '../db/page.ts';
 import { positiveId, type ListSpec } from '../http/list-query.ts';
 import { ID_SCHEMA } from '../openapi/atoms.ts';
 import { ORDER_ITEM_PAGE, orderItemRepresentation, type ItemRow } from './representation.ts';
 import { orderScopedConditions } from '../auth/ownership.ts';
 
-const LIST: ListSpec<'id', { orderId: number }> = { sortKeys: ['id'], filters: { orderId: positiveId } };
+const LIST: ListSpec<'id', { orderId: number }> = {
+  sortKeys: ['id'],
+  keyTypes: { id: 'bigint' },
+  filters: { orderId: positiveId },
+};
 
 const listItems = collectionHandler({
   list: LIST,
@@ -22,7 +26,7 @@ const listItems = collectionHandler({
       count: 'CountOrderItems',
       where: filter.sql,
       params: filter.params,
-      orderBy: orderBy(query.sort, { id: 'i.id' }),
+      columns: { id: 'i.id' },
     };
   },
   represent: (row: ItemRow, version) => orderItemRepresentation(row, version),

@@ -5,7 +5,7 @@
  */
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy, where, type PageSql } from '../db/page.ts';
+import { where, type PageSql } from '../db/page.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { validationError } from '../http/json-body.ts';
 import { readJsonBody } from '../pipeline/body.ts';
@@ -65,6 +65,7 @@ export interface OrderFilters extends Record<string, unknown> {
 
 export const ORDER_LIST: ListSpec<OrderSortKey, OrderFilters> = {
   sortKeys: ['id', 'status', 'createdAt', 'updatedAt', 'total'],
+  keyTypes: { id: 'bigint', status: 'text', createdAt: 'timestamptz', updatedAt: 'timestamptz', total: 'numeric' },
   filters: { status, customerId: positiveId, minTotal },
 };
 const SORT_COLUMNS: Record<OrderSortKey, string> = {
@@ -106,8 +107,10 @@ export interface OrderListSql extends PageSql {
  * id, or the user of the path) and the query's filters become fixed
  * conditions, its sort the fixed column map. When every condition is a
  * customer or a status, the total comes from the kept counts (contract §2's
- * exact `meta.total` from a few counter rows). Pure; nothing from the
- * request reaches the SQL text.
+ * exact `meta.total` from a few counter rows). A status filter pins the
+ * `status` sort key: every row has that status, so a cursor's keyset leaves
+ * it out and the index on (status, next key, id) serves the rest. Pure;
+ * nothing from the request reaches the SQL text.
  */
 export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owners: readonly number[]): OrderListSql {
   const filters: [OrderFilterSql, Param][] = owners.map((owner) => [CUSTOMER, owner]);
@@ -116,7 +119,12 @@ export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owner
   if (wanted !== undefined) filters.push([STATUS, wanted]);
   if (atLeast !== undefined) filters.push([MIN_TOTAL, atLeast]);
   const rows = where(filters.map(([f, value]) => ({ sql: f.rows, value })));
-  const sorted = { where: rows.sql, orderBy: orderBy(query.sort, SORT_COLUMNS), params: rows.params };
+  const sorted = {
+    where: rows.sql,
+    columns: SORT_COLUMNS,
+    params: rows.params,
+    ...(wanted === undefined ? {} : { pinned: ['status'] }),
+  };
   if (!filters.every(([f]) => f.counts !== undefined)) return { ...sorted, list: 'ListOrders', count: 'CountOrders' };
   // Same conditions in the same order: the same parameter numbers as `where`.
   const counts = where(filters.map(([f, value]) => ({ sql: f.counts as (p: string) => string, value })));

@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy, where } from '../db/page.ts';
+import { where } from '../db/page.ts';
 import { memberSource, validationError } from '../http/json-body.ts';
 import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
@@ -182,6 +182,7 @@ async function getOne(ctx: RequestContext): Promise<Response> {
 type PaymentSortKey = 'id' | 'createdAt';
 const LIST: ListSpec<PaymentSortKey, { orderId: number }> = {
   sortKeys: ['id', 'createdAt'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
   filters: { orderId: positiveId },
 };
 const SORT_COLUMNS: Record<PaymentSortKey, string> = { id: 'p.id', createdAt: 'p.created_at' };
@@ -195,7 +196,7 @@ const list = collectionHandler({
       count: 'CountPayments',
       where: filter.sql,
       params: filter.params,
-      orderBy: orderBy(query.sort, SORT_COLUMNS),
+      columns: SORT_COLUMNS,
     };
   },
   represent: paymentRepresentation,

@@ -1,36 +1,61 @@
 /**
  * Collections (contract §2, §4): every list route is the same four steps,
  * written once here: parse the query against the route's rules (400
- * `invalid-query` naming each bad parameter), build the page's SQL from
- * fixed fragments, read the page (src/db/page.ts), and answer with the
- * envelope `{data, meta}` and the RFC 8288 `Link` header.
+ * `invalid-query` naming each bad parameter, a cursor included), build the
+ * page's SQL from fixed fragments, read the page (src/db/page.ts: by number
+ * within 10,000 rows, by keyset after a cursor), and answer with the envelope
+ * `{data, meta}` and the RFC 8288 `Link` header, whose `next` is a cursor.
  */
-import { fetchPage, type PageRequest, type PageSql } from '../db/page.ts';
+import { fetchPage, type PageSql } from '../db/page.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { jsonResponse } from '../http/json.ts';
 import {
+  encodeCursor,
+  invalidQuery,
   pageCount,
   paginationLinks,
   parseListQuery,
+  sortOrder,
   type ListQuery,
   type ListSpec,
-  invalidQuery,
 } from '../http/list-query.ts';
 
-/** The 200 envelope of `data`, with `meta` and the `Link` header. */
+/** A page as `collectionResponse()` describes it. */
+export interface PageOf {
+  /** The page by number; absent on a cursor page. */
+  readonly page?: number;
+  readonly pageSize: number;
+  /** The cursor of the next page; absent on the last. */
+  readonly cursor?: string;
+}
+
+/** The 200 envelope of `data`, with `meta` and the `Link` header (contract §2, §4). */
 export function collectionResponse(
   url: URL,
   data: unknown[],
   total: number,
-  page: PageRequest,
+  page: PageOf,
   headers: Readonly<Record<string, string>> = {},
 ): Response {
   const pages = pageCount(total, page.pageSize);
-  return jsonResponse({ data, meta: { total, page: page.page, pageSize: page.pageSize, pageCount: pages } }, 200, {
-    link: paginationLinks(url, page.page, pages),
-    ...headers,
-  });
+  const links = paginationLinks(url, { ...page, pages });
+  const meta = {
+    total,
+    ...(page.page === undefined ? {} : { page: page.page }),
+    pageSize: page.pageSize,
+    pageCount: pages,
+    ...(links.next === undefined ? {} : { next: links.next }),
+  };
+  return jsonResponse({ data, meta }, 200, { link: links.header, ...headers });
+}
+
+/**
+ * The collection a cursor is bound to: the path without its version prefix
+ * (a cursor of `/v1/orders` serves `/v2/orders`, whose queries are the same).
+ */
+export function collectionOf(url: URL): string {
+  return url.pathname.replace(/^\/v[12](?=\/)/, '');
 }
 
 /** Parses the collection query of `url` against `spec`, or throws 400 `invalid-query` naming every bad parameter. */
@@ -38,14 +63,14 @@ export function listQueryOf<K extends string, F extends Record<string, unknown>>
   url: URL,
   spec: ListSpec<K, F>,
 ): ListQuery<K, F> {
-  const parsed = parseListQuery(url.searchParams, spec);
+  const parsed = parseListQuery(url.searchParams, spec, collectionOf(url));
   if (parsed.ok) return parsed.value;
   throw invalidQuery(parsed.errors);
 }
 
 /** What one list route declares; `collectionHandler()` does the rest. */
 export interface Collection<Row, K extends string, F extends Record<string, unknown>, A = undefined> {
-  /** Its page size, sort keys and filters. */
+  /** Its page size, sort keys (with their types) and filters. */
   readonly list: ListSpec<K, F>;
   /**
    * Runs before the query is read, so that its refusals come first (403 for
@@ -54,8 +79,8 @@ export interface Collection<Row, K extends string, F extends Record<string, unkn
   readonly before?: (ctx: RequestContext) => A | Promise<A>;
   /**
    * The statements, fragments and values of the page for this request: the
-   * query's filters and the principal's limits as fixed conditions. It may
-   * refuse (a customer without `orderId`).
+   * query's filters and the principal's limits as fixed conditions, and the
+   * fixed column of each sort key. It may refuse (a customer without `orderId`).
    */
   readonly sql: (ctx: RequestContext, query: ListQuery<K, F>, before: A) => PageSql | Promise<PageSql>;
   /** A row as the request's version represents it. */
@@ -70,12 +95,19 @@ export function collectionHandler<Row, K extends string, F extends Record<string
     const before = (await collection.before?.(ctx)) as A;
     const query = listQueryOf(ctx.url, collection.list);
     const sql = await collection.sql(ctx, query, before);
-    const { rows, total } = await fetchPage<Row>(ctx.db, sql, query);
+    const order = sortOrder(query.sort).map((k) => ({ ...k, type: collection.list.keyTypes[k.key] }));
+    const position = query.after === undefined ? { page: query.page ?? 1 } : { after: query.after };
+    const { rows, total, next } = await fetchPage<Row>(ctx.db, sql, { pageSize: query.pageSize, order, ...position });
+    const cursor = next === undefined ? undefined : encodeCursor(collectionOf(ctx.url), query, next);
     return collectionResponse(
       ctx.url,
       rows.map((row) => collection.represent(row, ctx.version)),
       total,
-      query,
+      {
+        pageSize: query.pageSize,
+        ...(query.page === undefined ? {} : { page: query.page }),
+        ...(cursor === undefined ? {} : { cursor }),
+      },
     );
   };
 }

@@ -54,12 +54,19 @@ export const PROBLEM_TEXTS: { readonly [S in ProblemSlug]: ProblemText } = {
         '(`page` below 1, `pageSize` outside 1–100, a `status` that is not one of `pending`, `paid`, `shipped`, ' +
         '`delivered`, `cancelled`, an id that is not a positive integer, a negative `minTotal`).',
       'A `sort` key the collection does not know, a key given twice, or an empty key.',
+      '`page` deeper than 10,000 rows: `(page - 1) × pageSize` must be below 10000 (`page=501` with the default ' +
+        '`pageSize` of 20 is refused).',
+      'A `cursor` that was made for other filters or another `sort`, that is not one the service made (changed, ' +
+        'cut short, or from another collection), or a `cursor` given together with `page`.',
       'A customer asks for `/order-items` or `/payments` without `orderId`, which customers must give.',
       '`after` on `/events` names no event of yours that is still kept.',
     ],
     whatToDo: [
       'Read `errors`: one `{"parameter", "detail"}` entry per offending parameter. Fix or remove each, then send ' +
         'the request again.',
+      'To go deeper than 10,000 rows, follow the `next` link (`Link: <…>; rel="next"`, or `meta.next`) page after ' +
+        'page: it carries a `cursor` instead of `page`, and costs the same at any depth. Use the link as given: ' +
+        'keep its filters and `sort` (only `pageSize` may change), and do not add `page`.',
       'The parameters each collection takes are listed in the OpenAPI document (`/openapi.json`, or `/docs`).',
     ],
   },

@@ -5,7 +5,7 @@
  */
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy, where } from '../db/page.ts';
+import { where } from '../db/page.ts';
 import { userConditions } from '../auth/ownership.ts';
 import { jsonResponse } from '../http/json.ts';
 import type { ListSpec } from '../http/list-query.ts';
@@ -19,17 +19,21 @@ import { USER, USER_PAGE, userRepresentation, type UserRow } from './representat
 const NEW_USER = named('NewUser', NewUserSchema);
 
 type UserSortKey = 'id' | 'createdAt';
-const LIST: ListSpec<UserSortKey, Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+const LIST: ListSpec<UserSortKey, Record<string, never>> = {
+  sortKeys: ['id', 'createdAt'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
+  filters: {},
+};
 const SORT_COLUMNS: Record<UserSortKey, string> = { id: 'id', createdAt: 'created_at' };
 
 const listUsers = collectionHandler({
   list: LIST,
-  sql: (ctx, query) => {
+  sql: (ctx) => {
     const filter = where(userConditions(principalOf(ctx)));
     return {
       list: 'ListUsers',
       count: 'CountUsers',
-      orderBy: orderBy(query.sort, SORT_COLUMNS),
+      columns: SORT_COLUMNS,
       where: filter.sql,
       params: filter.params,
     };

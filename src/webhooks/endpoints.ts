@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { orderBy, where } from '../db/page.ts';
+import { where } from '../db/page.ts';
 import { validationError } from '../http/json-body.ts';
 import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
@@ -97,15 +97,19 @@ async function create(ctx: RequestContext): Promise<Response> {
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
-const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = { sortKeys: ['id', 'createdAt'], filters: {} };
+const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
+  sortKeys: ['id', 'createdAt'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
+  filters: {},
+};
 
 const list = collectionHandler({
   list: LIST,
   before: adminOnly,
-  sql: (_ctx, query) => ({
+  sql: () => ({
     list: 'ListWebhookEndpoints',
     count: 'CountWebhookEndpoints',
-    orderBy: orderBy(query.sort, { id: 'id', createdAt: 'created_at' }),
+    columns: { id: 'id', createdAt: 'created_at' },
   }),
   represent: (row: EndpointRow) => endpointRepresentation(row),
 });
@@ -132,6 +136,7 @@ async function remove(ctx: RequestContext): Promise<Response> {
 
 const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
   sortKeys: ['id', 'createdAt'],
+  keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
   filters: {},
 };
 
@@ -173,14 +178,14 @@ const DELIVERY = named(
 const deliveries = collectionHandler({
   list: DELIVERY_LIST,
   before: endpointOr404,
-  sql: (_ctx, query, endpoint) => {
+  sql: (_ctx, _query, endpoint) => {
     const filter = where([{ sql: (p) => `d.endpoint_id = ${p}`, value: endpoint.id }]);
     return {
       list: 'ListDeliveries',
       count: 'CountDeliveries',
       where: filter.sql,
       params: filter.params,
-      orderBy: orderBy(query.sort, { id: 'd.id', createdAt: 'd.created_at' }),
+      columns: { id: 'd.id', createdAt: 'd.created_at' },
     };
   },
   represent: deliveryRepresentation,
