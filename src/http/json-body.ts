@@ -177,7 +177,7 @@ const CLOSE = new Set([CLOSE_ARRAY, CLOSE_OBJECT]);
  * jsonNesting('{"a":[1,"]]"]}') // 2
  */
 export function jsonNesting(text: string): number {
-  return scanJson(text).depth;
+  return scanJson(text, true).depth;
 }
 
 /** contract §11: the most elements an array, or members an object, of a request body may hold. */
@@ -198,7 +198,7 @@ export interface JsonShape {
 
 /** One array or object open at a point of the scan. */
 interface Frame {
-  readonly array: boolean;
+  array: boolean;
   /** Elements (or members) seen, counting the one being read. */
   count: number;
   /** An object's member being read: where its name's string starts and ends in the text. */
@@ -213,12 +213,18 @@ interface Frame {
  * 349,000 array elements is refused before JSON.parse makes 349,000 objects
  * of it. Strings, escaped quotes included, are skipped whole.
  *
+ * The scan stops at the first limit passed, nesting or size: that one is the
+ * body's refusal (`whole`: read it all, for the nesting's exact measure).
+ *
  * @example
  * scanJson('{"items":[{},{},{}]}').depth // 2
  */
-export function scanJson(text: string): JsonShape {
-  // The arrays and objects open, as deep as the nesting limit: past it the body is refused for its depth.
+export function scanJson(text: string, whole = false): JsonShape {
+  // The arrays and objects open, as deep as the nesting limit (past it the body is refused for its depth):
+  // frames[0..open) are the open ones, and a frame is reused when its depth opens again, so that 349,000
+  // small objects cost no allocation each.
   const frames: Frame[] = [];
+  let open = 0;
   let depth = 0;
   let deepest = 0;
   // The values seen: every array, object and scalar (a comma or an opening bracket starts one).
@@ -229,7 +235,7 @@ export function scanJson(text: string): JsonShape {
     switch (text.charCodeAt(i)) {
       case QUOTE: {
         const end = stringEnd(text, i);
-        const frame = depth === frames.length ? frames[depth - 1] : undefined;
+        const frame = depth === open ? frames[open - 1] : undefined;
         // A member's name: a string in an object before its ":".
         if (frame !== undefined && !frame.array && text.charCodeAt(afterBlanks(text, end + 1)) === COLON)
           frame.key = [i, end + 1];
@@ -241,20 +247,29 @@ export function scanJson(text: string): JsonShape {
         values += 1;
         depth += 1;
         if (depth > deepest) deepest = depth;
-        if (depth === frames.length + 1 && depth <= MAX_JSON_DEPTH)
-          frames.push({ array: text.charCodeAt(i) === OPEN_ARRAY, count: 0, key: undefined });
+        if (depth === open + 1 && depth <= MAX_JSON_DEPTH) {
+          const array = text.charCodeAt(i) === OPEN_ARRAY;
+          const reused = frames[open];
+          if (reused === undefined) frames.push({ array, count: 0, key: undefined });
+          else {
+            reused.array = array;
+            reused.count = 0;
+            reused.key = undefined;
+          }
+          open += 1;
+        }
         break;
       case CLOSE_ARRAY:
       case CLOSE_OBJECT:
         if (depth > 0) depth -= 1;
-        if (frames.length > depth) frames.pop();
+        if (open > depth) open -= 1;
         break;
       case COMMA: {
         values += 1;
-        const frame = depth === frames.length ? frames[depth - 1] : undefined;
+        const frame = depth === open ? frames[open - 1] : undefined;
         if (frame !== undefined && ++frame.count >= MAX_JSON_ELEMENTS && oversize === undefined)
           oversize = {
-            pointer: pointerOf(text, frames.slice(0, -1)),
+            pointer: pointerOf(text, frames.slice(0, open - 1)),
             detail:
               `holds more than ${MAX_JSON_ELEMENTS} ${frame.array ? 'elements' : 'members'}, ` +
               'the most any array or object of a request body may',
@@ -264,6 +279,8 @@ export function scanJson(text: string): JsonShape {
     }
     if (values > MAX_JSON_VALUES && oversize === undefined)
       oversize = { pointer: '', detail: `holds more than ${MAX_JSON_VALUES} values, the most a request body may` };
+    // The first limit passed decides; the rest of the text is not read (unless `whole`: jsonNesting()).
+    if (!whole && (oversize !== undefined || deepest > MAX_JSON_DEPTH)) break;
   }
   return oversize === undefined ? { depth: deepest } : { depth: deepest, oversize };
 }
