@@ -32,6 +32,9 @@ before(async () => {
     CACHE_MAX_AGE: '30',
     V1_DEPRECATED_AT: '2026-12-01T00:00:00Z',
     V1_SUNSET_AT: '2099-06-01T00:00:00Z',
+    // The statements counted below are the primary's: no replica, also in CI's run with one (test/replica.test.ts
+    // checks the conditional requests a replica serves).
+    DATABASE_READ_URL: '',
   });
   admin = await t.user('admin');
   alice = await t.user('customer');

@@ -26,7 +26,11 @@ const LAYERS: readonly { readonly rank: number; readonly name: string; readonly 
   { rank: 1, name: 'http', folders: ['src/http/'] }, // pure HTTP rules, router, node-adapter bridge
   { rank: 2, name: 'config', folders: ['src/config/'] }, // config.ts, env-file.ts
   { rank: 3, name: 'db', folders: ['src/db/'] },
-  { rank: 4, name: 'auth, metrics, limits', folders: ['src/auth/', 'src/metrics/', 'src/limits/'] },
+  {
+    rank: 4,
+    name: 'auth, metrics, limits, replica',
+    folders: ['src/auth/', 'src/metrics/', 'src/limits/', 'src/replica/'],
+  },
   { rank: 5, name: 'openapi', folders: ['src/openapi/'] },
   // the request pipeline, RequestContext/RouteSpec, idempotency runner, generic collection route
   { rank: 6, name: 'pipeline', folders: ['src/pipeline/'] },

@@ -50,7 +50,7 @@ describe('the built program', () => {
   });
 
   it('runs the command-line tool when given a command', async () => {
-    const env = { ...process.env, DATABASE_URL: database.url };
+    const env = { ...process.env, DATABASE_URL: database.url, DATABASE_READ_URL: '' };
     const migrated = await run(process.execPath, [program, 'migrate'], { cwd: folder, env });
     assert.match(migrated.stdout, /0001_init\.sql/);
     // The demo catalog, for the server below (an embedded memory: database is the server's own, seeded at creation).

@@ -458,7 +458,7 @@ describe('a .env file in the working directory', () => {
     const run = promisify(execFile);
     const failed = await run(process.execPath, [program, 'migrate'], {
       cwd: folder,
-      env: { ...process.env, ...env },
+      env: { ...process.env, DATABASE_READ_URL: '', ...env },
     }).then(
       () => assert.fail('exit status 0'),
       (error: { code: number; stdout: string; stderr: string }) => error,

@@ -19,6 +19,7 @@ describe('loadConfig()', () => {
       workers: 1,
       webhookAllowPrivate: false,
       dbPrepare: true,
+      replicaMaxLagSeconds: 5,
     });
   });
 
@@ -146,6 +147,25 @@ describe('loadConfig(): contract §16 variables', () => {
     assert.equal('redisUrl' in loadConfig({}), false);
   });
 
+  it('reads DATABASE_READ_URL and REPLICA_MAX_LAG', () => {
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u@primary/orders',
+      DATABASE_READ_URL: 'postgres://u@standby/orders',
+      REPLICA_MAX_LAG: '2',
+    });
+    assert.equal(config.databaseReadUrl, 'postgres://u@standby/orders');
+    assert.equal(config.replicaMaxLagSeconds, 2);
+    assert.equal('databaseReadUrl' in loadConfig({}), false);
+    // With Redis, several workers share the positions of the last writes.
+    const shared = loadConfig({
+      DATABASE_URL: 'postgres://u@primary/orders',
+      DATABASE_READ_URL: 'postgres://u@standby/orders',
+      WORKERS: '2',
+      REDIS_URL: 'redis://127.0.0.1:6379/1',
+    });
+    assert.equal(shared.workers, 2);
+  });
+
   it('reads METRICS_TOKEN', () => {
     assert.equal(loadConfig({ METRICS_TOKEN: 'scrape-me-0123456789' }).metricsToken, 'scrape-me-0123456789');
   });
@@ -172,6 +192,23 @@ describe('loadConfig(): contract §16 variables', () => {
     [{ METRICS_TOKEN: 'short' }, tokenMessage],
     [{ METRICS_TOKEN: 'has a space in the middle' }, tokenMessage],
     [{ DB_PREPARE: 'false' }, 'DB_PREPARE must be one of on, off, got "false"'],
+    [
+      { DATABASE_READ_URL: 'postgres://u@standby/orders' },
+      'DATABASE_READ_URL needs DATABASE_URL: it names a replica of that server',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@p/o', DATABASE_READ_URL: 'mysql://standby' },
+      'DATABASE_READ_URL must be a postgres:// URL',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@p/o', REPLICA_MAX_LAG: '0' },
+      'REPLICA_MAX_LAG must be an integer from 1 to 3600, got "0"',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@p/o', DATABASE_READ_URL: 'postgres://u@s/o', WORKERS: '2' },
+      'DATABASE_READ_URL with WORKERS above 1 needs REDIS_URL: every worker must see where a principal last wrote, ' +
+        'so that its reads never go to a replica that has not replayed it',
+    ],
     [{ REDIS_URL: 'http://127.0.0.1:6379' }, redisMessage],
     [{ REDIS_URL: '127.0.0.1:6379' }, redisMessage],
     [{ REDIS_URL: 'redis://127.0.0.1:6379/16' }, redisMessage],

@@ -239,6 +239,8 @@ describe('the server process with a .env in its working directory', { timeout: 6
     'METRICS_TOKEN',
     'DB_PREPARE',
     'REDIS_URL',
+    'DATABASE_READ_URL',
+    'REPLICA_MAX_LAG',
   ];
   let folder: string;
   const children: ChildProcess[] = [];

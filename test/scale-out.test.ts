@@ -203,7 +203,7 @@ describe('HAProxy → two processes → PgBouncer (transaction mode) → Postgre
     const started = performance.now();
     const { stdout } = await promisify(execFile)(process.execPath, ['bin/orders.js', 'migrate'], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: top.pooled, DB_PREPARE: 'off' },
+      env: { ...process.env, DATABASE_URL: top.pooled, DATABASE_READ_URL: '', DB_PREPARE: 'off' },
     });
     assert.equal(stdout, '');
     assert.ok(performance.now() - started < 5_000);

@@ -17,17 +17,19 @@ const EXIT_WITHIN_MS = 1_000;
 
 describe('shutdown on SIGTERM', () => {
   let database: TestDatabase;
-  let service: ServiceProcess | undefined;
+  // Every service started, so that one a failed test left running never holds the run open.
+  const services: ServiceProcess[] = [];
   before(async () => {
     database = await createTestDatabase();
   });
   after(async () => {
-    if (service !== undefined && service.process.exitCode === null) service.process.kill('SIGKILL');
+    for (const service of services) if (service.process.exitCode === null) service.process.kill('SIGKILL');
     await database.drop();
   });
 
   const start = async () => {
-    service = await startService({ DATABASE_URL: database.url, RATE_LIMIT: 'off', LOG_LEVEL: 'info' });
+    const service = await startService({ DATABASE_URL: database.url, RATE_LIMIT: 'off', LOG_LEVEL: 'info' });
+    services.push(service);
     return service;
   };
   const port = (s: ServiceProcess) => Number(new URL(s.url).port);

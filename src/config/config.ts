@@ -42,6 +42,10 @@ export interface Config {
   readonly dbPrepare: boolean;
   /** `REDIS_URL` (contract §17): the Redis that every process shares its rate-limit windows through; absent: none. */
   readonly redisUrl?: string;
+  /** `DATABASE_READ_URL` (contract §17): a streaming replica of `DATABASE_URL` for safe reads; absent: none. */
+  readonly databaseReadUrl?: string;
+  /** `REPLICA_MAX_LAG` (contract §17): seconds a replica may be behind and still serve reads. */
+  readonly replicaMaxLagSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -73,18 +77,31 @@ export function loadConfig(env: Env = process.env): Config {
     workers: integer(env, 'WORKERS', 1, 1, 64),
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
     dbPrepare: oneOf(env, 'DB_PREPARE', 'on', ['on', 'off']) === 'on',
+    replicaMaxLagSeconds: integer(env, 'REPLICA_MAX_LAG', 5, 1, 3600),
   };
   // contract §16's variables are absent from the configuration when unset.
   const corsOrigins = cors(env);
   const trustProxy = proxies(env);
   const metricsToken = bearerToken(env, 'METRICS_TOKEN');
   const redisUrl = redis(env);
+  const databaseReadUrl = postgresUrl(env, 'DATABASE_READ_URL');
   if (corsOrigins !== undefined) config = { ...config, corsOrigins };
   if (redisUrl !== undefined) config = { ...config, redisUrl };
+  if (databaseReadUrl !== undefined) config = { ...config, databaseReadUrl };
   if (trustProxy !== undefined) config = { ...config, trustProxy };
   if (metricsToken !== undefined) config = { ...config, metricsToken };
   if (config.workers > 1 && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
     throw new ConfigError('WORKERS above 1 needs DATABASE_URL: the embedded database serves one process');
+  }
+  if (databaseReadUrl !== undefined && (config.databaseUrl === undefined || config.databaseUrl === 'memory:')) {
+    throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: it names a replica of that server');
+  }
+  // contract §17: a principal's last write must be seen by every process that may route its reads.
+  if (databaseReadUrl !== undefined && config.workers > 1 && redisUrl === undefined) {
+    throw new ConfigError(
+      'DATABASE_READ_URL with WORKERS above 1 needs REDIS_URL: every worker must see where a principal last wrote, ' +
+        'so that its reads never go to a replica that has not replayed it',
+    );
   }
   if (config.v1SunsetAt.getTime() < config.v1DeprecatedAt.getTime()) {
     throw new ConfigError('V1_SUNSET_AT must not be earlier than V1_DEPRECATED_AT');
@@ -156,6 +173,21 @@ function redis(env: Env): string | undefined {
     url.search === '' &&
     url.hash === '';
   if (!valid) throw new ConfigError('REDIS_URL must be redis://[user:password@]host[:port][/db] with db 0 to 15');
+  return value;
+}
+
+/** A `postgres://` URL in `name`; never echoed: it may hold a password. */
+function postgresUrl(env: Env, name: string): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:'))
+    throw new ConfigError(`${name} must be a postgres:// URL`);
   return value;
 }
 

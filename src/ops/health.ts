@@ -10,7 +10,19 @@ import { named } from '../openapi/atoms.ts';
 export const READY_TIMEOUT_MS = 1_500;
 
 const HEALTH = named('Health', v.strictObject({ status: v.literal('ok') }));
-const READY = named('Ready', v.strictObject({ status: v.literal('ready') }));
+const READY = named(
+  'Ready',
+  v.strictObject({
+    status: v.literal('ready'),
+    // contract §17: with DATABASE_READ_URL, the replica's state; readiness never fails on it.
+    replica: v.optional(
+      v.strictObject({
+        state: v.picklist(['in-use', 'lagging', 'unreachable']),
+        lagSeconds: v.optional(v.number()),
+      }),
+    ),
+  }),
+);
 
 export const healthRoutes: readonly RouteSpec[] = [
   {
@@ -39,7 +51,9 @@ export const healthRoutes: readonly RouteSpec[] = [
       summary: 'Readiness: 200 when the database answers, else 503',
       description:
         'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
-        'does not answer in time. Public, never cached, never rate limited.',
+        'does not answer in time. Public, never cached, never rate limited. With a read replica ' +
+        '(DATABASE_READ_URL), the body says its state (in-use, lagging, unreachable) and lag; readiness never ' +
+        'fails on it: the primary answers the reads a replica cannot.',
       success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {
@@ -49,7 +63,22 @@ export const healthRoutes: readonly RouteSpec[] = [
         // Whatever the cause, the answer is "not ready"; the pipeline logs nothing for it.
         throw unavailableError();
       }
-      return jsonResponse({ status: 'ready' }, 200, { 'cache-control': 'no-store' });
+      const replica = ctx.services.reads?.replica.status();
+      return jsonResponse(
+        replica === undefined
+          ? { status: 'ready' }
+          : {
+              status: 'ready',
+              replica: {
+                state: replica.state,
+                ...(replica.lagSeconds === undefined
+                  ? {}
+                  : { lagSeconds: Math.round(replica.lagSeconds * 1000) / 1000 }),
+              },
+            },
+        200,
+        { 'cache-control': 'no-store' },
+      );
     },
   },
 ];

@@ -26,6 +26,7 @@ import { HTTP_FAMILIES, type HttpMetrics } from '../metrics/http-metrics.ts';
 import { instanceView, localSnapshot } from '../metrics/instance.ts';
 import { POOL_FAMILIES, PROCESS_FAMILIES, SHARED_LIMIT_FAMILIES } from '../metrics/process-figures.ts';
 import { renderFamilies } from '../metrics/snapshot.ts';
+import type { ReplicaStatus } from '../replica/replica.ts';
 
 /** How long a scrape waits for the database's figures. */
 export const METRICS_DATABASE_TIMEOUT_MS = 1_000;
@@ -91,6 +92,7 @@ export const metricsRoute: RouteSpec = {
       renderFamilies(view.figures, POOL_FAMILIES) +
       renderFamilies(view.figures, SHARED_LIMIT_FAMILIES) +
       databaseFamilies(figures) +
+      replicaFamilies(ctx.services.reads?.replica.status()) +
       renderFamilies(view.figures, PROCESS_FAMILIES);
     return bufferedResponse(Buffer.from(text, 'utf8'), {
       status: 200,
@@ -146,6 +148,27 @@ async function readFigures(db: Db): Promise<Figures | undefined> {
     // without these figures; orders_metrics_database_success says so.
     return undefined;
   }
+}
+
+/** contract §17: the read replica as the answering process's monitor sees it; nothing without DATABASE_READ_URL. */
+function replicaFamilies(status: ReplicaStatus | undefined): string {
+  if (status === undefined) return '';
+  return (
+    family(
+      'orders_replica_in_use',
+      'gauge',
+      '1 while the read replica (DATABASE_READ_URL) serves reads, 0 while it lags past REPLICA_MAX_LAG or cannot be ' +
+        'reached and the primary answers; as the answering process sees it.',
+      [sample('orders_replica_in_use', '', status.state === 'in-use' ? 1 : 0)],
+    ) +
+    family(
+      'orders_replica_lag_seconds',
+      'gauge',
+      'How far the read replica is behind the primary, in seconds (0 when it has replayed all the primary had); ' +
+        'absent while it cannot be reached.',
+      status.lagSeconds === undefined ? [] : [sample('orders_replica_lag_seconds', '', status.lagSeconds)],
+    )
+  );
 }
 
 function databaseFamilies(figures: Figures | undefined): string {

@@ -12,6 +12,8 @@ import type { Version } from '../http/negotiation.ts';
 import type { CachePolicy } from '../http/semantics.ts';
 import type { HttpMetrics } from '../metrics/http-metrics.ts';
 import type { SharedLimits } from '../limits/shared-limits.ts';
+import type { Positions } from '../replica/positions.ts';
+import type { Replica } from '../replica/replica.ts';
 import type { RouteDoc } from '../openapi/types.ts';
 
 export interface Services {
@@ -33,6 +35,17 @@ export interface Services {
    * §10, §17), which fall back to the pipeline's own tables; absent, the pipeline counts in its own alone.
    */
   readonly sharedLimits?: SharedLimits;
+  /**
+   * With `DATABASE_READ_URL` (contract §17): the replica that routes marked `replica` read from, and where
+   * each principal last wrote; absent, every statement goes to the primary.
+   */
+  readonly reads?: ReplicaReads;
+}
+
+/** The read replica and the positions of the last writes (src/replica/). */
+export interface ReplicaReads {
+  readonly replica: Replica;
+  readonly positions: Positions;
 }
 
 export interface TestHooks {
@@ -44,6 +57,8 @@ export interface TestHooks {
   readonly metricsDatabaseMaxAgeMs?: number;
   /** The shared limits' key prefix (default `REDIS_KEY_PREFIX`), so that test runs sharing a Redis never meet. */
   readonly redisKeyPrefix?: string;
+  /** The read replica's monitor poll, in ms (default `REPLICA_POLL_MS`), short so that a test sees a change soon. */
+  readonly replicaPollMs?: number;
 }
 
 export interface RequestContext {
@@ -96,6 +111,11 @@ export interface RouteSpec {
    * `METRICS_TOKEN`, contract §13). Default `true`.
    */
   readonly rateLimited?: boolean | 'never' | 'unless-token';
+  /**
+   * `true`: a GET or HEAD of the route may read from the replica (contract §17), when one is in use and has
+   * replayed the principal's last write. Tokens, idempotency keys, events and webhooks never do.
+   */
+  readonly replica?: boolean;
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**

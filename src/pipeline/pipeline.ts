@@ -29,8 +29,10 @@ import {
 import { bufferedResponse, fieldsOf } from '../http/response.ts';
 import { finish, notModifiedEarly, versionPolicy } from '../http/semantics.ts';
 import { fingerprint, parseIdempotencyKey } from '../http/idempotency-key.ts';
-import type { Db } from '../db/database.ts';
-import type { RequestContext, RouteSpec, Services } from './context.ts';
+import type { Database, Db } from '../db/database.ts';
+import type { ReplicaReads, RequestContext, RouteSpec, Services } from './context.ts';
+import { UNKNOWN } from '../replica/positions.ts';
+import { parseLsn } from '../replica/lsn.ts';
 import { runIdempotent } from './idempotency.ts';
 
 export type App = (request: Request, client: ClientInfo) => Promise<Response>;
@@ -72,6 +74,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         };
   // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
   const shared = limits === undefined ? undefined : services.sharedLimits;
+  // contract §17: with DATABASE_READ_URL, the replica for safe reads.
+  const { reads } = services;
   /** contract §13: GET /metrics is limited like any anonymous request, unless METRICS_TOKEN guards it. */
   const limitedRoute = (route: RouteSpec | undefined): boolean | 'never' =>
     route?.rateLimited === 'unless-token' ? config.metricsToken === undefined : (route?.rateLimited ?? true);
@@ -245,12 +249,72 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           throw rateLimited(rate);
         }
       }
+      const safe = request.method === 'GET' || request.method === 'HEAD';
+      if (reads === undefined) return respond(route, body, database);
+      if (!safe) {
+        // contract §17, read-your-writes: where this principal's write is, once it committed.
+        try {
+          return await respond(route, body, database);
+        } finally {
+          if (principal !== undefined) await recordWrite(principal.userId);
+        }
+      }
+      const source = route.replica === true ? await readerFor(principal) : database;
+      if (source === database) return respond(route, body, database);
+      try {
+        // contract §17: a conditional GET the replica does not answer 304 may name a newer revision than the
+        // replica holds: the primary answers it, never a stale 200 (and a 304 from the replica is exact). Where
+        // the route knows its tag without building the answer (an order's revision), the replica only tells it.
+        const conditional = fieldOf(request, 'if-none-match') !== null;
+        const response = await respond(route, body, source, conditional);
+        if (response === MISSED) return respond(route, body, database);
+        if (!conditional) return response;
+        const finished = await finish(request, response, {
+          cache: route.cache ?? 'no-store',
+          contentType,
+          cacheMaxAge: config.cacheMaxAge,
+        });
+        return finished.status === 304 ? finished : respond(route, body, database);
+      } catch (error) {
+        // The replica went away under this read: the primary answers it, and the next ones.
+        if (!isDatabaseUnavailable(error)) throw error;
+        reads.replica.failed(error);
+        return respond(route, body, database);
+      }
+    }
+
+    /** The replica when it may serve this principal's read (contract §17), else the primary. */
+    async function readerFor(who: Principal | undefined): Promise<Database> {
+      const { replica, positions } = reads as ReplicaReads;
+      if (!replica.serves(undefined)) return database;
+      const position = who === undefined ? undefined : await positions.lookup(who.userId);
+      return position !== UNKNOWN && replica.serves(position) ? replica.db : database;
+    }
+
+    /**
+     * Runs `route` for this request on `source`, a pool (the primary's, or the replica's for a read);
+     * `MISSED`, with `tagOnly`, when the route's current tag there does not match the request's.
+     */
+    async function respond(route: RouteSpec, body: Uint8Array, source: Database): Promise<Response>;
+    async function respond(
+      route: RouteSpec,
+      body: Uint8Array,
+      source: Database,
+      tagOnly: boolean,
+    ): Promise<Response | typeof MISSED>;
+    async function respond(
+      route: RouteSpec,
+      body: Uint8Array,
+      source: Database,
+      tagOnly = false,
+    ): Promise<Response | typeof MISSED> {
+      const matched = match as RouteMatch<RouteSpec> & { kind: 'found' };
       // The request's own handle on the pool, taken when a handler first reaches for it.
       let handle: Db | undefined;
       const ctx: RequestContext = {
         request,
         url,
-        params: match.params,
+        params: matched.params,
         version: version ?? 1,
         contentType: contentType ?? JSON_TYPE,
         requestId,
@@ -258,7 +322,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         principal,
         services: handlerServices,
         get db() {
-          handle ??= database.handle();
+          handle ??= source.handle();
           return handle;
         },
       };
@@ -272,6 +336,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
           cacheMaxAge: config.cacheMaxAge,
         });
         if (early !== undefined) return early;
+        if (tagOnly) return MISSED;
       }
       if (request.method === 'POST' && principal !== undefined) {
         const parsed = parseIdempotencyKey(fieldOf(request, 'idempotency-key'));
@@ -294,6 +359,19 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
         }
       }
       return handler(ctx);
+    }
+
+    /** Records where `userId` wrote: the primary's WAL position, now that the write committed (or did not). */
+    async function recordWrite(userId: number): Promise<void> {
+      try {
+        const current = await database.one<{ lsn: string }>('CurrentWalPosition');
+        const lsn = parseLsn(current?.lsn);
+        if (lsn !== undefined) await (reads as ReplicaReads).positions.record(userId, lsn);
+      } catch (error) {
+        // The write's answer stands; its reads find no position here and may read the replica once it
+        // has caught up (a database that cannot say where it is has failed the write too, mostly).
+        log.warn('read replica: the position of a write could not be recorded', { requestId, ...errorFields(error) });
+      }
     }
 
     /**
@@ -329,6 +407,9 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     }
   };
 }
+
+/** What `respond()` gives when the replica's tag does not match: the primary is to answer (contract §17). */
+const MISSED = Symbol('the tag missed');
 
 function rateLimited(decision: RateDecision): HttpError {
   return new HttpError(429, 'rate-limited', {

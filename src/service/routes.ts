@@ -12,13 +12,20 @@ import { paymentRoutes } from '../payments/payments.ts';
 import { userRoutes } from '../users/users.ts';
 import { metricsRoute } from '../ops/metrics.ts';
 
+/**
+ * contract §17: the GETs (and so HEADs) of these resources may read from a replica; every other route, and the
+ * reads of tokens, idempotency keys, events and webhooks, stays on the primary.
+ */
+const replicaReads = (specs: readonly RouteSpec[]): RouteSpec[] =>
+  specs.map((spec) => (spec.method === 'GET' ? { ...spec, replica: true } : spec));
+
 const api: readonly RouteSpec[] = [
   ...healthRoutes,
-  ...productRoutes,
-  ...userRoutes,
-  ...orderRoutes,
-  ...orderItemRoutes,
-  ...paymentRoutes,
+  ...replicaReads(productRoutes),
+  ...replicaReads(userRoutes),
+  ...replicaReads(orderRoutes),
+  ...replicaReads(orderItemRoutes),
+  ...replicaReads(paymentRoutes),
   ...eventRoutes,
   ...webhookRoutes,
   metricsRoute,

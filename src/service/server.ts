@@ -5,7 +5,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, BODY_TIMEOUT_MS } from '../pipeline/pipeline.ts';
-import type { TestHooks } from '../pipeline/context.ts';
+import type { ReplicaReads, TestHooks } from '../pipeline/context.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
@@ -16,6 +16,8 @@ import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
 import { openSharedLimits, type SharedLimits } from '../limits/shared-limits.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
+import { localPositions, redisPositions } from '../replica/positions.ts';
+import { openReplica } from '../replica/replica.ts';
 import {
   DEFAULT_WORKER_OPTIONS,
   startDeliveryWorker,
@@ -65,6 +67,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let purgeTimer: NodeJS.Timeout | undefined;
   let worker: DeliveryWorker | undefined;
   let sharedLimits: SharedLimits | undefined;
+  let reads: ReplicaReads | undefined;
   const metrics = createHttpMetrics();
   try {
     const applied = await migrate(db);
@@ -84,10 +87,40 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         ...(keyPrefix === undefined ? {} : { keyPrefix }),
       });
     }
+    // contract §17: the replica and where each principal last wrote, kept as long as REPLICA_MAX_LAG (and a second).
+    if (config.databaseReadUrl !== undefined) {
+      const ttlMs = (config.replicaMaxLagSeconds + 1) * 1000;
+      const positions =
+        config.redisUrl === undefined
+          ? localPositions(ttlMs)
+          : await redisPositions({
+              url: config.redisUrl,
+              ttlMs,
+              log,
+              // Tests run apart in one Redis database by their own prefix.
+              ...(options.hooks?.redisKeyPrefix === undefined ? {} : { prefix: `${options.hooks.redisKeyPrefix}ryw:` }),
+            });
+      try {
+        const replica = await openReplica({
+          url: config.databaseReadUrl,
+          primary: db,
+          maxLagSeconds: config.replicaMaxLagSeconds,
+          poolMax: config.dbPoolMax,
+          prepare: config.dbPrepare,
+          log,
+          ...(options.hooks?.replicaPollMs === undefined ? {} : { pollMs: options.hooks.replicaPollMs }),
+        });
+        reads = { replica, positions };
+      } catch (error) {
+        positions.close();
+        throw error;
+      }
+    }
     const app = createApp(
       {
         config,
         metrics,
+        ...(reads === undefined ? {} : { reads }),
         db,
         log,
         authenticator: createAuthenticator(db),
@@ -108,12 +141,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   } catch (error) {
     server?.server.close();
     sharedLimits?.close();
+    reads?.positions.close();
+    await reads?.replica.close();
     await db.close(0);
     throw error;
   }
   const { port } = server.server.address() as AddressInfo;
   const running = server;
   const limits = sharedLimits;
+  const replicaReads = reads;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let closing: Promise<void> | undefined;
   return {
@@ -127,7 +163,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       // Stop accepting at once; the worker stops alongside (aborting its
       // attempts, which are recorded and retried later); Redis once the
       // requests are done; the database last.
-      closing ??= shutdown(running, db, graceMs, worker?.stop() ?? Promise.resolve(), limits);
+      closing ??= shutdown(running, db, graceMs, worker?.stop() ?? Promise.resolve(), limits, replicaReads);
       return closing;
     },
   };
@@ -174,6 +210,7 @@ async function shutdown(
   graceMs: number,
   workerStopped: Promise<void>,
   sharedLimits: SharedLimits | undefined,
+  reads: ReplicaReads | undefined,
 ): Promise<void> {
   // Connections with no request in progress close now, the others after their response (contract §1).
   const closed = server.close();
@@ -197,5 +234,7 @@ async function shutdown(
     }),
   ]);
   clearTimeout(workerTimer);
+  reads?.positions.close();
+  await reads?.replica.close();
   await db.close();
 }

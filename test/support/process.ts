@@ -23,6 +23,8 @@ export function spawnService(
 ): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
   if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
+  // The run's replica names the run's own database: a child on another database gets none unless told.
+  if (env.DATABASE_READ_URL === undefined) delete full.DATABASE_READ_URL;
   const [program, ...args] = command ?? [process.execPath, '--import', 'tsx', entry];
   const child = spawn(program as string, args, { cwd: ROOT, env: full });
   let stdout = '';

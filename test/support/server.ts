@@ -50,6 +50,10 @@ export async function startTestServer(
     RATE_LIMIT: 'off',
     // A run through a transaction-mode pooler (DB_PREPARE=off) reaches every server of the suite.
     ...(process.env.DB_PREPARE === undefined ? {} : { DB_PREPARE: process.env.DB_PREPARE }),
+    // The test database's replica (a run with DATABASE_READ_URL), unless the test chose its own databases.
+    ...(db.readUrl === undefined || env.DATABASE_URL !== undefined || env.DATABASE_READ_URL !== undefined
+      ? {}
+      : { DATABASE_READ_URL: db.readUrl }),
     ...env,
     DATABASE_URL: env.DATABASE_URL ?? db.url,
   });

@@ -47,3 +47,12 @@ export async function untilListening(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Resolves once `done()` resolves true, asking every 20 ms; rejects with `why()` after `ms`. */
+export async function until(done: () => Promise<boolean>, why: () => string, ms = 10_000): Promise<void> {
+  for (const deadline = Date.now() + ms; ; ) {
+    if (await done()) return;
+    if (Date.now() > deadline) throw new Error(why());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * A streaming replica for safe reads (contract §17, `DATABASE_READ_URL`), and
+ * the monitor that says when it may serve them.
+ *
+ * Every `REPLICA_POLL_MS` the monitor reads, at once, the primary's WAL
+ * position and what the replica has replayed. The lag is measured from the
+ * primary's positions: the replica is as far behind as the oldest position
+ * the primary had that it has not replayed yet (so an idle primary and a
+ * caught-up replica have no lag, and a paused replay gains lag from the moment
+ * the primary moves on). The replica serves reads while it answers, is in
+ * recovery, and lags at most `REPLICA_MAX_LAG`; else the primary answers, and
+ * the change of state is logged once. A request reads no position itself:
+ * `serves()` compares with what the last poll saw.
+ *
+ * A principal's read goes to the replica only when the replica has replayed
+ * the position of the principal's last write (`Positions`), so nobody reads
+ * their own write stale.
+ */
+import type { Logger } from '../base/logger.ts';
+import { openDatabase, type Database } from '../db/database.ts';
+import { withDeadline } from '../db/errors.ts';
+import { parseLsn } from './lsn.ts';
+
+/** How often the monitor reads the positions. */
+export const REPLICA_POLL_MS = 200;
+/** How long a poll may take before the replica counts as unreachable. */
+export const REPLICA_POLL_TIMEOUT_MS = 1_000;
+/** The most primary positions kept while the replica is behind (one per poll). */
+const MAX_SAMPLES = 1_000;
+
+export type ReplicaState = 'in-use' | 'lagging' | 'unreachable';
+
+export interface ReplicaStatus {
+  readonly state: ReplicaState;
+  /** Seconds behind the primary, as last measured; `undefined` when unreachable. */
+  readonly lagSeconds: number | undefined;
+}
+
+export interface Replica {
+  /** The replica's pool. */
+  readonly db: Database;
+  /**
+   * Whether a read may go to the replica now, for a principal whose last
+   * write is at `position` (`undefined`: none recent): the replica is in use
+   * and has replayed it. No statement: what the last poll saw.
+   */
+  serves(position: bigint | undefined): boolean;
+  /** A statement on the replica failed for want of it: reads go to the primary until a poll sees it back. */
+  failed(error: unknown): void;
+  status(): ReplicaStatus;
+  close(): Promise<void>;
+}
+
+export interface ReplicaOptions {
+  readonly url: string;
+  readonly primary: Database;
+  readonly maxLagSeconds: number;
+  readonly poolMax: number;
+  readonly prepare: boolean;
+  readonly log: Logger;
+  /** How often to poll (`REPLICA_POLL_MS`); tests shorten it. */
+  readonly pollMs?: number;
+}
+
+/** Opens the replica's pool and starts its monitor; the first poll has run when this resolves. */
+export async function openReplica(options: ReplicaOptions): Promise<Replica> {
+  const { primary, log, maxLagSeconds } = options;
+  const pollMs = options.pollMs ?? REPLICA_POLL_MS;
+  const db = await openDatabase({
+    databaseUrl: options.url,
+    dataDir: '',
+    poolMax: options.poolMax,
+    prepare: options.prepare,
+  });
+  let state: ReplicaState = 'unreachable';
+  let announced: ReplicaState | undefined;
+  let lagSeconds: number | undefined;
+  let replayed: bigint | undefined;
+  // The primary's positions the replica had not replayed when seen, oldest first, with when they were seen.
+  const behind: { lsn: bigint; at: number }[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const enter = (next: ReplicaState, fields: Record<string, unknown>) => {
+    state = next;
+    if (next === announced) return;
+    announced = next;
+    const message = `read replica: ${next === 'in-use' ? 'in use' : `${next}, reads go to the primary`}`;
+    if (next === 'in-use') log.info(message, fields);
+    else log.warn(message, fields);
+  };
+
+  const poll = async () => {
+    try {
+      const [current, replica] = await withDeadline(
+        Promise.all([
+          primary.one<{ lsn: string }>('CurrentWalPosition'),
+          db.one<{ recovery: boolean; replayed: string | null }>('ReplicaPosition'),
+        ]),
+        REPLICA_POLL_TIMEOUT_MS,
+      );
+      const now = performance.now();
+      const primaryAt = parseLsn(current?.lsn);
+      const replayedNow = parseLsn(replica?.replayed);
+      if (replica?.recovery !== true || primaryAt === undefined || replayedNow === undefined) {
+        replayed = undefined;
+        lagSeconds = undefined;
+        enter('unreachable', { reason: replica?.recovery === true ? 'no position' : 'not a standby in recovery' });
+        return;
+      }
+      replayed = replayedNow;
+      if (primaryAt > replayedNow && (behind.length === 0 || (behind.at(-1) as { lsn: bigint }).lsn < primaryAt)) {
+        if (behind.length >= MAX_SAMPLES) behind.splice(1, 1);
+        behind.push({ lsn: primaryAt, at: now });
+      }
+      while (behind.length > 0 && (behind[0] as { lsn: bigint }).lsn <= replayedNow) behind.shift();
+      lagSeconds = behind.length === 0 ? 0 : (now - (behind[0] as { at: number }).at) / 1000;
+      if (lagSeconds > maxLagSeconds) enter('lagging', { lagSeconds, maxLagSeconds });
+      else enter('in-use', { lagSeconds });
+    } catch (error) {
+      replayed = undefined;
+      lagSeconds = undefined;
+      behind.length = 0;
+      enter('unreachable', { error: String(error) });
+    }
+  };
+
+  const loop = () => {
+    if (closed) return;
+    timer = setTimeout(() => {
+      poll().finally(loop);
+    }, pollMs);
+    timer.unref();
+  };
+
+  await poll();
+  loop();
+  return {
+    db,
+    serves(position) {
+      return state === 'in-use' && replayed !== undefined && (position === undefined || position <= replayed);
+    },
+    failed(error) {
+      replayed = undefined;
+      enter('unreachable', { error: String(error) });
+    },
+    status() {
+      return { state, lagSeconds };
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await db.close();
+    },
+  };
+}
