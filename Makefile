@@ -10,7 +10,7 @@ REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destina
 
 .PHONY: run build test typecheck lint format clean bench
 
-node_modules/.package-lock.json: package.json package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -26,7 +26,7 @@ $(NODE26): tools/node26/package.json tools/node26/package-lock.json
 	@touch $@
 
 # What the build reads: rebuilt only when one of them changed.
-BUILD_INPUTS := $(shell find src sql -type f) scripts/build.mjs package-lock.json
+BUILD_INPUTS := $(shell find src sql -type f) scripts/build.mjs package-lock.json $(wildcard patches/*.patch)
 
 # The service compiled once into plain JavaScript, as production runs it:
 # nothing transpiled at start-up (docs/operations.md). dist/orders.mjs runs

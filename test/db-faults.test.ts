@@ -4,7 +4,7 @@
  * the service's connections while clients write with Idempotency-Keys.
  *
  * - The process never exits: a reset during a write used to end it with an
- *   uncaught TypeError from the driver (scripts/patch-postgres.mjs).
+ *   uncaught TypeError from the driver (fixed by patch 002 of patches/).
  * - Every request is answered 2xx, or 503 with Retry-After, or 409 in-use
  *   with Retry-After; never 404 or an empty page from a query that did not
  *   run, never 500.
@@ -21,7 +21,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import { STALLED_CONNECTION_MS } from '../src/db/database.ts';
+import { STALLED_CONNECTION_MS } from '../src/db/connection.ts';
 import { DATABASE_DEADLINE_MS } from '../src/pipeline/pipeline.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from './support/database.ts';
 import { startProxy, type TcpProxy } from './support/proxy.ts';

@@ -7,7 +7,7 @@
  *   parallel load, and read back at once.
  * - Misconfigured (`DB_PREPARE=on` through the pooler), requests fail with
  *   500, never with a false answer: before the driver fixes 8–10
- *   (scripts/patch-postgres.mjs) this very load had orders answered 201 and
+ *   (patches 008 to 010 of patches/) this very load had orders answered 201 and
  *   then 404, never committed.
  * - The 5 s statement time-out holds through the pooler, which drops the
  *   startup parameter that sets it on a direct connection.
@@ -21,7 +21,8 @@ import postgres from 'postgres';
 import { runCli } from '../src/cli.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createLogger } from '../src/base/logger.ts';
-import { openDatabase, STATEMENT_TIMEOUT_MS } from '../src/db/database.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { STATEMENT_TIMEOUT_MS } from '../src/db/connection.ts';
 import { startServer, type RunningServer } from '../src/service/server.ts';
 import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
 import { PGBOUNCER_MISSING, startPgBouncer, type PgBouncer } from './support/pgbouncer.ts';

@@ -1,18 +1,18 @@
 /**
- * The fixes to the `postgres` driver (scripts/patch-postgres.mjs), each
- * provoked exactly: a connection that closes under a transaction, and one
- * that closes with a write still pending. Without the fixes the first ends
- * the process with an uncaught TypeError, the second never reconnects.
+ * The fixes to the `postgres` driver (patches/, one patch per fix, applied in
+ * order by patch-package at npm ci), each provoked exactly: a connection that
+ * closes under a transaction, and one that closes with a write still pending.
+ * Without the fixes the first ends the process with an uncaught TypeError,
+ * the second never reconnects.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
-import { FIXES } from '../scripts/patch-postgres.mjs';
 
 let database: TestDatabase;
 let link: DatabaseProxy;
@@ -30,6 +30,36 @@ after(async () => {
   await database.drop();
 });
 
+const PATCHES = new URL('../patches/', import.meta.url);
+const DRIVER = new URL('../node_modules/postgres/', import.meta.url);
+
+/** A hunk of a patch: a file of the driver, its lines before the patch and after it (context lines included). */
+type Hunk = { file: string; original: string; patched: string };
+
+/** The hunks of a unified diff as git and patch-package write it, in order; text before the first file is ignored. */
+function hunksOf(patch: string): Hunk[] {
+  const lines = patch.split('\n');
+  const hunks: Hunk[] = [];
+  let file = '';
+  for (let i = 0; i < lines.length; i++) {
+    const diff = /^diff --git a\/node_modules\/postgres\/(\S+) /.exec(lines[i]!);
+    if (diff) file = diff[1]!;
+    const header = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(lines[i]!);
+    if (!header) continue;
+    const original: string[] = [];
+    const patched: string[] = [];
+    const [originalLength, patchedLength] = [Number(header[1] ?? 1), Number(header[2] ?? 1)];
+    while (original.length < originalLength || patched.length < patchedLength) {
+      const line = lines[++i]!;
+      if (line.startsWith('\\')) continue; // "\ No newline at end of file"
+      if (line[0] !== '+') original.push(line.slice(1));
+      if (line[0] !== '-') patched.push(line.slice(1));
+    }
+    hunks.push({ file, original: original.join('\n'), patched: patched.join('\n') });
+  }
+  return hunks;
+}
+
 /** Resolves when `fn` has been called; for awaiting a point in a callback. */
 function signal(): { promise: Promise<void>; fire: () => void } {
   let fire = () => {};
@@ -40,11 +70,35 @@ function signal(): { promise: Promise<void>; fire: () => void } {
 }
 
 describe('the patched postgres driver', { timeout: 20_000 }, () => {
-  it('is patched: every fix is in node_modules, in both builds (npm ci runs scripts/patch-postgres.mjs)', () => {
-    for (const build of ['src', 'cjs/src']) {
-      for (const [file, , replacement] of FIXES) {
-        const text = readFileSync(new URL(`../node_modules/postgres/${build}/${file}`, import.meta.url), 'utf8');
-        assert.ok(text.includes(replacement), `${build}/${file} lacks the fix:\n${replacement}`);
+  it('is patched: every patch of patches/ is in node_modules, in order, in both builds (npm ci applies them)', () => {
+    const patches = readdirSync(PATCHES)
+      .filter((name) => name.endsWith('.patch'))
+      .sort();
+    const version = (JSON.parse(readFileSync(new URL('package.json', DRIVER), 'utf8')) as { version: string }).version;
+    assert.notEqual(patches.length, 0, 'patches/ holds the fixes');
+    assert.deepEqual(
+      patches.map((name) => name.split('+').slice(0, 2).join('@')),
+      patches.map(() => `postgres@${version}`),
+    );
+    // Undone from the last patch to the first: each hunk's result must be in
+    // the installed file exactly once, and gives way to what it replaced.
+    const texts = new Map<string, string>();
+    for (const name of patches.toReversed()) {
+      const hunks = hunksOf(readFileSync(new URL(name, PATCHES), 'utf8'));
+      const files = (build: string) => [...new Set(hunks.map((h) => h.file).filter((f) => f.startsWith(build)))];
+      assert.deepEqual(
+        files('cjs/src/').map((file) => file.slice('cjs/'.length)),
+        files('src/'),
+        `${name} patches both builds alike`,
+      );
+      for (const { file, original, patched } of hunks.toReversed()) {
+        const text = texts.get(file) ?? readFileSync(new URL(file, DRIVER), 'utf8');
+        const at = text.indexOf(patched);
+        assert.ok(
+          at !== -1 && text.indexOf(patched, at + 1) === -1,
+          `${file} lacks ${name}, or has it twice:\n${patched}`,
+        );
+        texts.set(file, text.slice(0, at) + original + text.slice(at + patched.length));
       }
     }
   });
