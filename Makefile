@@ -44,7 +44,8 @@ typecheck: node_modules/.package-lock.json
 	node_modules/.bin/tsc --noEmit -p .
 
 # One formatter and linter for the whole tree (Biome, biome.json), and no
-# line over 120 characters, strings and comments included. Biome is one
+# line over 120 characters, strings and comments included; no file under src/
+# over 250 lines, no function over 80 lines of its own (check-size.mjs). Biome is one
 # binary, installed like Node 26 into an ignored folder from its own lockfile
 # (tools/biome): the registry serves only the Linux builds of its npm package.
 BIOME_PACKAGE := tools/biome/node_modules/.package-lock.json
@@ -56,6 +57,7 @@ $(BIOME_PACKAGE): tools/biome/package.json tools/biome/package-lock.json
 lint: $(BIOME_PACKAGE)
 	$(BIOME) ci --colors=off .
 	node scripts/check-line-length.mjs
+	node scripts/check-size.mjs
 
 # Rewrites the tree as the formatter and the linter's safe fixes want it.
 format: $(BIOME_PACKAGE)

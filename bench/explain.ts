@@ -25,9 +25,10 @@
  * from the orders, as before migration 0007), for before/after figures.
  */
 import { openDatabase, type Param } from '../src/db/database.ts';
-import { parseListQuery, sortOrder, type ListQuery } from '../src/http/list-query.ts';
+import { parseListQuery, type ListQuery } from '../src/http/list-query.ts';
+import { sortOrder } from '../src/http/sort-order.ts';
 import { pageStatement, where, type PageRequest, type PageSql } from '../src/db/page.ts';
-import { ORDER_LIST, orderListSql, type OrderFilters, type OrderSortKey } from '../src/orders/orders.ts';
+import { ORDER_LIST, orderListSql, type OrderFilters, type OrderSortKey } from '../src/orders/order-list.ts';
 import { STATUSES } from '../src/orders/schema.ts';
 
 const counting = process.argv.includes('--counting');

@@ -1,6 +1,7 @@
 /** `make run`: start the service with the configuration of the environment and `.env` (contract §1). */
 import cluster from 'node:cluster';
-import { type Config, ConfigError, loadConfig } from './config/config.ts';
+import { type Config, loadConfig } from './config/config.ts';
+import { ConfigError } from './config/values.ts';
 import { EnvFileError, loadEnvFile } from './config/env-file.ts';
 import { createLogger, errorFields } from './base/logger.ts';
 import { type RunningServer, startServer } from './service/server.ts';

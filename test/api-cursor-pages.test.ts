@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeCursor } from '../src/http/list-query.ts';
+import { encodeCursor } from '../src/http/cursor.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
 let t: TestServer;

@@ -1,7 +1,7 @@
 /** The public product catalog (contract §2, §4) over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeCursor } from '../src/http/list-query.ts';
+import { encodeCursor } from '../src/http/cursor.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 let t: TestServer;

@@ -245,6 +245,26 @@ describe('ETag and If-None-Match (contract §9)', () => {
     assert.equal((await response.json()).type, '/problems/invalid-header');
   });
 
+  it('answers a malformed If-None-Match with 400 before any handler, on every route, found or not', async () => {
+    for (const path of [
+      '/v1/orders?status=pending',
+      '/v1/orders/999999999',
+      `/v1/users/${alice.id}/orders`,
+      '/v1/products/999999',
+      '/v1/products',
+      '/v1/users/999999',
+      '/healthz',
+    ]) {
+      const response = await get(path, { 'if-none-match': 'not-a-tag' });
+      assert.equal(response.status, 400, path);
+      assert.deepEqual(
+        [(await response.json()).type, response.headers.get('etag')],
+        ['/problems/invalid-header', null],
+        path,
+      );
+    }
+  });
+
   it('answers HEAD on every GET route with the GET status and headers, no body', async () => {
     for (const path of [
       '/v1/orders',

@@ -4,7 +4,10 @@
  * a layer to the same or a lower one.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { findings, MAX_FILE_LINES, MAX_FUNCTION_LINES, sourceFiles } from '../scripts/check-size.mjs';
 import {
   buildImportGraph,
   extractImports,
@@ -50,7 +53,8 @@ const LAYERS: readonly { readonly rank: number; readonly name: string; readonly 
     ],
   },
   { rank: 8, name: 'service', folders: ['src/service/'] }, // server.ts, routes.ts, seed.ts: assembly
-  { rank: 9, name: 'entry points', folders: ['src/'] }, // main.ts, cli.ts, entry.ts
+  { rank: 9, name: 'the tool', folders: ['src/cli/'] }, // the commands of cli.ts, their help, the command line
+  { rank: 10, name: 'entry points', folders: ['src/'] }, // main.ts, cli.ts, entry.ts
 ];
 /** The rank whose folders may import one another. */
 const FEATURES = 7;
@@ -239,5 +243,25 @@ describe('the checks themselves', () => {
     assert.match(layerViolation(edge('src/auth/tokens.ts', 'src/metrics/route.ts')) ?? '', /another folder/);
     assert.equal(layerOf('src/somewhere/x.ts'), undefined);
     assert.equal(layerOf('src/orders/deep/x.ts')?.rank, FEATURES);
+  });
+});
+
+describe('the size of the source (scripts/check-size.mjs, also run by make lint)', () => {
+  const limits = `${MAX_FILE_LINES} lines a file, ${MAX_FUNCTION_LINES} a function of its own`;
+  it(`keeps every file under src/ within ${limits}`, () => {
+    const found = sourceFiles().flatMap((file) => findings(file, readFileSync(join(ROOT, file), 'utf8')));
+    assert.deepEqual(found, []);
+  });
+
+  it('counts a function without the functions written inside it, and names what is over', () => {
+    const body = (n: number) => Array.from({ length: n }, (_, i) => `  const v${i} = ${i};`).join('\n');
+    const nested = `export function outer() {\n${body(70)}\n  const inner = () => {\n${body(70)}\n  };\n}\n`;
+    assert.deepEqual(findings('src/x.ts', nested), []);
+    const long = `const handle = async () => {\n${body(80)}\n};\n`;
+    assert.deepEqual(findings('src/x.ts', long), [
+      `src/x.ts:1: function handle has 82 lines of its own (at most ${MAX_FUNCTION_LINES})`,
+    ]);
+    const file = `${body(MAX_FILE_LINES + 1)}\n`;
+    assert.deepEqual(findings('src/x.ts', file), [`src/x.ts: ${MAX_FILE_LINES + 1} lines (at most ${MAX_FILE_LINES})`]);
   });
 });

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { runCli, USAGE } from '../src/cli.ts';
+import { runCli } from '../src/cli.ts';
+import { USAGE } from '../src/cli/help.ts';
 import { readMigrations } from '../src/db/migrate.ts';
 import { createTestDatabase, databaseEnv, type TestDatabase } from './support/database.ts';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config/config.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { ConfigError } from '../src/config/values.ts';
 
 describe('loadConfig()', () => {
   it('applies the contract §1 defaults to an empty environment', () => {

@@ -2,17 +2,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fingerprint } from '../src/http/idempotency-key.ts';
+import { checkContentEncoding, parseJson, validate } from '../src/http/json-body.ts';
 import {
-  checkContentEncoding,
   jsonNesting,
   MAX_JSON_ELEMENTS,
   MAX_JSON_VALUES,
   scanJson,
   MAX_JSON_DEPTH,
   memberSource,
-  parseJson,
-  validate,
-} from '../src/http/json-body.ts';
+} from '../src/http/json-scan.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { CreateOrderSchema, PatchOrderSchema } from '../src/orders/schema.ts';
 

@@ -19,10 +19,11 @@ import { clientAddress, forwardedFor, trustedProxies, parseProxyEntry } from '..
 import { parseTagList } from '../src/http/conditional.ts';
 import { corsPolicy, parseOrigin } from '../src/http/cors.ts';
 import { parseIdempotencyKey } from '../src/http/idempotency-key.ts';
-import { checkContentEncoding, checkJsonContentType, memberSource, scanJson } from '../src/http/json-body.ts';
+import { checkContentEncoding, checkJsonContentType } from '../src/http/json-body.ts';
+import { memberSource, scanJson } from '../src/http/json-scan.ts';
 import { parseSort, positiveInteger } from '../src/http/list-query.ts';
 import { negotiate, parseAccept } from '../src/http/negotiation.ts';
-import { trimField } from '../src/http/node-adapter.ts';
+import { trimField } from '../src/http/incoming-request.ts';
 import { preferredType } from '../src/pages/negotiate.ts';
 
 /** The most one call may take: linear work on these lengths takes a few ms to some tens; quadratic, seconds. */

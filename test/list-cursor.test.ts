@@ -7,16 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  decodeCursor,
-  encodeCursor,
-  maxPage,
-  parseListQuery,
-  sortOrder,
-  type KeyType,
-  type ListSpec,
-} from '../src/http/list-query.ts';
-import { keyset, pageStatement, sortKey, type OrderKey } from '../src/db/page.ts';
+import { maxPage, parseListQuery, type ListSpec } from '../src/http/list-query.ts';
+import { decodeCursor, encodeCursor } from '../src/http/cursor.ts';
+import { sortOrder, type KeyType } from '../src/http/sort-order.ts';
+import { pageStatement } from '../src/db/page.ts';
+import { keyset, sortKey, type OrderKey } from '../src/db/sort-sql.ts';
 
 type Key = 'id' | 'status' | 'createdAt' | 'total';
 const spec: ListSpec<Key, { status: string }> = {

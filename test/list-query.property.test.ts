@@ -8,9 +8,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { encodeCursor, parseListQuery, sortOrder } from '../src/http/list-query.ts';
+import { parseListQuery } from '../src/http/list-query.ts';
+import { encodeCursor } from '../src/http/cursor.ts';
+import { sortOrder } from '../src/http/sort-order.ts';
 import { pageStatement } from '../src/db/page.ts';
-import { ORDER_LIST, orderListSql } from '../src/orders/orders.ts';
+import { ORDER_LIST, orderListSql } from '../src/orders/order-list.ts';
 
 const NAMES = ['page', 'pageSize', 'sort', 'status', 'customerId', 'minTotal', 'cursor'];
 const SORT_KEYS = ['id', 'status', 'createdAt', 'updatedAt', 'total'];

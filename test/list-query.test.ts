@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pageCount, paginationLinks, parseListQuery, parseSort, type ListSpec } from '../src/http/list-query.ts';
-import { orderBy } from '../src/db/page.ts';
+import { parseListQuery, parseSort, type ListSpec } from '../src/http/list-query.ts';
+import { pageCount, paginationLinks } from '../src/http/page-links.ts';
+import { orderBy } from '../src/db/sort-sql.ts';
 
 type Key = 'id' | 'createdAt' | 'total';
 const spec: ListSpec<Key, { status: string }> = {

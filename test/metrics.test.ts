@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { family, formatValue, labels, sample } from '../src/metrics/exposition.ts';
 import { createHttpMetrics, DURATION_BUCKETS, routeLabel } from '../src/metrics/http-metrics.ts';
-import { openApiPath } from '../src/openapi/document.ts';
+import { openApiPath } from '../src/openapi/parameters.ts';
 import { routes } from '../src/service/routes.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';

@@ -13,7 +13,7 @@ import { openDatabase, type Database } from '../src/db/database.ts';
 type Queryable = Pick<Database['sql'], 'unsafe'>;
 import { migrate, readMigrations } from '../src/db/migrate.ts';
 import { parseListQuery } from '../src/http/list-query.ts';
-import { ORDER_LIST, orderListSql } from '../src/orders/orders.ts';
+import { ORDER_LIST, orderListSql } from '../src/orders/order-list.ts';
 import { createTestDatabase, TEST_PREPARE, REAL_SERVER_URL } from './support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 

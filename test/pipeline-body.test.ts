@@ -9,12 +9,13 @@ import { describe, it } from 'node:test';
 import type { GenericSchema } from 'valibot';
 import type { Db } from '../src/db/database.ts';
 import { ACCEPT_PATCH } from '../src/http/json-body.ts';
-import { IncomingRequest } from '../src/http/node-adapter.ts';
+import { NO_CONDITIONS } from '../src/http/conditional.ts';
+import { fieldOf, IncomingRequest } from '../src/http/incoming-request.ts';
 import { HttpError, type ProblemError } from '../src/http/problem.ts';
 import { readJsonBody, type ReadJsonBodyOptions } from '../src/pipeline/body.ts';
 import type { HandlerServices, RequestContext } from '../src/pipeline/context.ts';
 import { CreateOrderSchema, nullMembers, PatchOrderSchema } from '../src/orders/schema.ts';
-import { PaymentV1Schema, PaymentV2Schema } from '../src/payments/payments.ts';
+import { PaymentV1Schema, PaymentV2Schema } from '../src/payments/input.ts';
 
 const PATCH: ReadJsonBodyOptions = { patch: true, refuse: nullMembers };
 const V1 = 'application/vnd.orders.v1+json';
@@ -27,6 +28,8 @@ const V2_PAYMENT = '{"orderId":7,"amount":{"amount":"59.90","currency":"EUR"}}';
 function contextOf(request: Request, body: string, version: 1 | 2): RequestContext {
   return {
     request,
+    header: (name) => fieldOf(request, name),
+    conditions: NO_CONDITIONS,
     url: new URL(request.url),
     params: {},
     version,

@@ -125,6 +125,7 @@ describe('createRouter()', () => {
         kind: 'method-not-allowed',
         allow: 'GET, HEAD, DELETE, OPTIONS',
         version: undefined,
+        pattern: '/orders/{id:int}',
       });
     });
 
@@ -137,6 +138,7 @@ describe('createRouter()', () => {
         kind: 'options',
         allow: 'GET, HEAD, POST, OPTIONS',
         version: 1,
+        pattern: '/orders',
       });
     });
 
@@ -176,11 +178,13 @@ describe('createRouter()', () => {
           kind: 'options',
           allow: 'GET, HEAD, OPTIONS',
           version: undefined,
+          pattern: '/',
         });
         assert.deepEqual(rooted.match('POST', '/'), {
           kind: 'method-not-allowed',
           allow: 'GET, HEAD, OPTIONS',
           version: undefined,
+          pattern: '/',
         });
       });
 

@@ -1,12 +1,29 @@
 /**
  * The conditional-request rules as tables (RFC 9110 §13.1.1, §13.1.2; entity
  * tags §8.8.3): one row per header value, with the exact verdict. The service
- * answers a malformed value with 400 `invalid-header` before these run; the
- * pure functions say false for it (see their JSDoc), as the rows show.
+ * answers a malformed value with 400 `invalid-header` before these run
+ * (parseConditions()); the rules below say false for it, as the rows show.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ifMatch, ifNoneMatch, parseTagList } from '../src/http/conditional.ts';
+import { matchHolds, noneMatchHits, parseTagList } from '../src/http/conditional.ts';
+
+/**
+ * `If-None-Match` as one rule over strings: the value parsed as the pipeline parses it, then compared. A
+ * malformed value (which the pipeline answers with 400 before any comparison) is false here.
+ */
+function ifNoneMatch(header: string | null, etag: string): boolean {
+  const list = parseTagList(header);
+  return list !== null && list !== undefined && noneMatchHits(list, etag);
+}
+
+/** `If-Match` as one rule over strings; an absent header holds, a malformed one never does. */
+function ifMatch(header: string | null, etag: string | undefined): boolean {
+  const list = parseTagList(header);
+  if (list === null) return true;
+  if (list === undefined || etag === undefined) return false;
+  return matchHolds(list, etag);
+}
 
 const CURRENT = '"v1"';
 

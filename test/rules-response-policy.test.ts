@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { etagOf } from '../src/http/conditional.ts';
+import { etagOf, parseConditions, type Conditions } from '../src/http/conditional.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { bufferedResponse } from '../src/http/response.ts';
 import { finish, markFinished, notModifiedEarly, type FinishOptions } from '../src/http/semantics.ts';
@@ -179,11 +179,9 @@ async function outcomeOf(run: () => Promise<Response | undefined>): Promise<Outc
   }
 }
 
-const request = (method: string, ifNoneMatch: string | null) =>
-  new Request('http://orders.test/v1/orders/1', {
-    method,
-    headers: ifNoneMatch === null ? {} : { 'if-none-match': ifNoneMatch },
-  });
+/** The conditions the pipeline hands on for a request of `method` with `ifNoneMatch` (parsed on GET and HEAD). */
+const conditionsOf = (method: string, ifNoneMatch: string | null): Conditions =>
+  parseConditions(method === 'GET' || method === 'HEAD' ? ifNoneMatch : null, null);
 
 /** An HttpError compares by status, slug and init; anything else exactly. */
 function assertOutcome(actual: Outcome | HttpError | undefined, expected: Outcome | HttpError | undefined): void {
@@ -197,19 +195,19 @@ function assertOutcome(actual: Outcome | HttpError | undefined, expected: Outcom
 
 for (const [name, method, condition, response, options, expected] of FINISH) {
   test(`finish(): ${name} (${method}, ${JSON.stringify(condition)})`, async () => {
-    assertOutcome(await outcomeOf(() => finish(request(method, condition), response, options)), expected);
+    assertOutcome(await outcomeOf(() => finish(method, conditionsOf(method, condition), response, options)), expected);
   });
 }
 
 test('finish(): a 304 of a 200 with many fields has exactly the names of RFC 9110 §15.4.5, Date aside', async () => {
-  const response = await finish(request('GET', '"r7"'), buffered(MANY), PRIVATE);
+  const response = await finish('GET', conditionsOf('GET', '"r7"'), buffered(MANY), PRIVATE);
   const names = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
   assert.deepStrictEqual([...response.headers.keys()], names);
 });
 
 test('finish(): a response markFinished() marked is returned as it is', async () => {
   const response = markFinished(buffered({ etag: '"r7"' }));
-  assert.strictEqual(await finish(request('GET', '"r7"'), response, PRIVATE), response);
+  assert.strictEqual(await finish('GET', conditionsOf('GET', '"r7"'), response, PRIVATE), response);
 });
 
 /** What notModifiedEarly() answers: undefined, the handler builds the 200. */
@@ -262,7 +260,10 @@ for (const [name, method, condition, options, expected, looksUp] of EARLY) {
       lookups += 1;
       return '"r7"';
     };
-    assertOutcome(await outcomeOf(() => notModifiedEarly(request(method, condition), currentTag, options)), expected);
+    assertOutcome(
+      await outcomeOf(() => notModifiedEarly(method, conditionsOf(method, condition), currentTag, options)),
+      expected,
+    );
     assert.strictEqual(lookups, looksUp ? 1 : 0);
   });
 }

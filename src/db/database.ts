@@ -1,41 +1,19 @@
 /**
- * The one way the service reaches PostgreSQL: a `postgres` pool on
- * `DATABASE_URL`, or on the embedded database's socket when it is unset or
- * `memory:`. Statements come by name from `sql/queries/` (see statements.ts).
+ * The one way the service reaches PostgreSQL: the `Db` handle on a pool
+ * (connection.ts opens it: on `DATABASE_URL`, or on the embedded database's
+ * socket when it is unset or `memory:`) and on its transactions. Statements
+ * come by name from `sql/queries/` (see statements.ts).
  */
-import postgres from 'postgres';
+import type postgres from 'postgres';
 import { join } from 'node:path';
 import { SQL_DIR } from './sql-files.ts';
-import type { EmbeddedDatabase } from './embedded.ts';
+import { connect, type Connection, type DatabaseOptions, type Sql } from './connection.ts';
+import { countPoolUsage, type PoolCounter, type PoolUsage } from './pool-usage.ts';
 import { loadStatements, StatementError, type ResultShape, type Statement } from './statements.ts';
 
-export type Sql = postgres.Sql<Record<string, never>>;
 /** The pool, or a transaction taken from it. */
 type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;
 export type Param = string | number | boolean | null | Date | Uint8Array | readonly string[];
-
-export interface DatabaseOptions {
-  /** `undefined`: embedded in `dataDir`; `memory:`: embedded in memory; else a postgres:// URL. */
-  readonly databaseUrl: string | undefined;
-  readonly dataDir: string;
-  readonly poolMax: number;
-  /**
-   * Drop a real server's connection that has received nothing for this long
-   * while an answer is due (`STALLED_CONNECTION_MS` by default); `0` never
-   * does. Only for tools that lift the statement timeout for long statements
-   * (the benchmark's seeding): the service keeps the default.
-   */
-  readonly stalledConnectionMs?: number;
-  /**
-   * `false` (`DB_PREPARE=off`, contract §17): for a transaction-mode pooler. No
-   * named prepared statements (the pooler hands each transaction, or each
-   * statement outside one, to any of its server sessions), and no startup
-   * parameter but the ones a pooler passes on: the statement time-out is then
-   * kept by the client, which cancels a statement still running after
-   * `STATEMENT_TIMEOUT_MS`. Default `true`.
-   */
-  readonly prepare?: boolean;
-}
 
 /**
  * A handle on the database: the pool, or one transaction (or savepoint) of
@@ -114,132 +92,48 @@ export class TransactionOpenError extends Error {
   }
 }
 
-/**
- * The pool's use, counted here around every statement run on the pool and
- * every transaction (`sql.begin`), since the `postgres` driver exposes
- * neither its busy connections nor its queue. A statement inside a
- * transaction is the transaction's. A connection runs one statement or
- * transaction at a time (the driver pipelines further statements onto busy
- * connections, where they wait all the same), so of `active` pieces of
- * work, `size` at most hold a connection and the rest wait. Two additions
- * per statement: every request pays for it.
- */
-export interface PoolUsage {
-  /** Connections the pool may open (`DB_POOL_MAX`; 1 for the embedded database). */
-  readonly size: number;
-  /** Connections busy with a statement or a transaction. */
-  readonly inUse: number;
-  /** Statements and transactions waiting for a connection. */
-  readonly waiting: number;
-}
-
 export const QUERIES_DIR = join(SQL_DIR, 'queries');
 
-const BIGINT_OID = 20;
-
-/** contract §11: the server cancels a statement after 5 s. */
-export const STATEMENT_TIMEOUT_MS = 5_000;
 /**
- * A connection to a real server that has received nothing for this long
- * while an answer is due is dropped (the driver's `stall_timeout`, added by
- * scripts/patch-postgres.mjs): the server answers every statement within the
- * statement timeout, so silence past it is a dead or blackholed link, which
- * TCP keep-alive never notices when a proxy's kernel still acknowledges.
- * Idle connections are left alone.
+ * Opens the database `options` describe: the pool (and the embedded
+ * database, when there is no server), the statements of `sql/queries/`, the
+ * count of the pool's use, and the pool's own handle.
  */
-export const STALLED_CONNECTION_MS = STATEMENT_TIMEOUT_MS + 2_000;
-
-/**
- * Seconds before the driver reconnects after its `retries`-th failure in a
- * row: 50 ms doubling up to 1 s. (The driver's own grows to 20 s, longer
- * than any request waits: contract §11.)
- */
-export function reconnectDelaySeconds(retries: number): number {
-  return Math.min(0.05 * 2 ** retries, 1);
-}
-
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  let embedded: EmbeddedDatabase | undefined;
-  const prepare = options.prepare ?? true;
-  const common: postgres.Options<Record<string, postgres.PostgresType>> = {
-    max: options.poolMax,
-    prepare,
-    // Through a transaction-mode pooler, one statement at a time per connection: an unnamed statement
-    // with parameters is described first (Parse, Describe, Flush; then Bind, Execute, Sync), and sent
-    // behind another statement on the same connection, PgBouncer 1.18 can leave that exchange
-    // unanswered (seen here: a hang until the 5 s cancel). Concurrency comes from the pool's connections.
-    ...(prepare ? {} : { max_pipeline: 0 }),
-    connect_timeout: 5,
-    idle_timeout: 60,
-    backoff: reconnectDelaySeconds,
-    onnotice: () => {},
-    // Identifiers are bigint but always within 2^53−1 (contract §2): JSON numbers.
-    types: {
-      bigint: {
-        to: BIGINT_OID,
-        from: [BIGINT_OID],
-        serialize: (v: number) => String(v),
-        parse: (v: string) => Number(v),
-      },
-    },
-    // contract §11: 5 s per statement. PGlite ignores it (it has no timers). A
-    // transaction-mode pooler refuses it (PgBouncer: "unsupported startup
-    // parameter"), or drops it when told to ignore it: then `cancelAfter` below.
-    connection: prepare
-      ? { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS }
-      : { application_name: 'orders' },
-  };
-  let sql: Sql;
-  if (options.databaseUrl === undefined || options.databaseUrl === 'memory:') {
-    // Loaded only here: a process on a real server never loads PGlite (tens of MB).
-    const { openEmbedded } = await import('./embedded.ts');
-    embedded = await openEmbedded(options.databaseUrl === 'memory:' ? undefined : options.dataDir, options.poolMax);
-    // One connection: PGlite has a single backend, so the unnamed portals and
-    // statements of concurrent connections would clobber one another
-    // (SQLSTATE 34000 "portal does not exist"). The pool queues instead.
-    sql = postgres({
-      ...common,
-      max: 1,
-      path: embedded.socketPath,
-      username: 'postgres',
-      database: 'postgres',
-    }) as unknown as Sql;
-  } else {
-    // Not for the embedded database: it runs in this process, where a long
-    // statement holds back the timers too, and no link between can fail.
-    // `stall_timeout` (seconds) is the patch's option, unknown to the driver's types.
-    const stall_timeout = (options.stalledConnectionMs ?? STALLED_CONNECTION_MS) / 1000;
-    sql = postgres(options.databaseUrl, { ...common, stall_timeout } as typeof common) as unknown as Sql;
-  }
+  const { sql, embedded, cancelAfter } = await connect(options);
   const statements = loadStatements(QUERIES_DIR);
   const statement = (name: string): Statement => {
     const found = statements.get(name);
     if (found === undefined) throw new StatementError(`no SQL statement named ${name} in sql/queries/`);
     return found;
   };
-  let active = 0;
-  const counted = async <T>(work: PromiseLike<T>): Promise<T> => {
-    active += 1;
-    try {
-      return await work;
-    } finally {
-      active -= 1;
-    }
-  };
-  // Every transaction, also those begun on the driver's pool itself (migrations, tests).
-  const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
-  (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args) => counted(begin(...args));
-  const size = embedded ? 1 : options.poolMax;
-  const pool: PoolUsage = {
-    size,
-    get inUse() {
-      return Math.min(active, size);
-    },
-    get waiting() {
-      return Math.max(0, active - size);
+  const handleOn = handles(sql, statement, countPoolUsage(sql, embedded ? 1 : options.poolMax), cancelAfter);
+  const { savepoint: _savepoint, ...onPool } = handleOn(sql, false);
+  return {
+    ...onPool,
+    sql,
+    kind: embedded ? 'embedded' : 'postgres',
+    created: embedded?.created ?? false,
+    statement,
+    handle: (): Db => handleOn(sql, true),
+    async close(timeoutSeconds = 5) {
+      await sql.end({ timeout: timeoutSeconds });
+      await embedded?.close();
     },
   };
+}
 
+/**
+ * The handles on `sql` and its transactions, each running named statements
+ * (`statement`) counted in the pool's use when run on the pool itself, and
+ * cancelled as the connection keeps the statement time-out (`cancelAfter`).
+ */
+function handles(
+  sql: Sql,
+  statement: (name: string) => Statement,
+  { pool, counted }: PoolCounter,
+  cancelAfter: Connection['cancelAfter'],
+): (on: Queryable, guarded: boolean) => Tx {
   /**
    * Runs statement `name` on `on`, refusing a statement whose header
    * declares a result shape the caller does not take (`-- name: X :one`
@@ -264,25 +158,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       throw new StatementError(`${name} is declared :one but returned ${result.length} rows`);
     return result;
   };
-
-  /**
-   * contract §11 through a transaction-mode pooler: the server session is the
-   * pooler's, so the client keeps the statement time-out. A statement still
-   * running after `STATEMENT_TIMEOUT_MS` is cancelled with PostgreSQL's
-   * CancelRequest, which PgBouncer passes to the server session running it;
-   * the statement fails with 57014 as under `statement_timeout`.
-   */
-  const cancelAfter: <T>(work: Promise<T>, query: { cancel(): unknown }) => Promise<T> =
-    prepare || embedded !== undefined
-      ? (work) => work
-      : async (work, query) => {
-          const timer = setTimeout(() => query.cancel(), STATEMENT_TIMEOUT_MS);
-          try {
-            return await work;
-          } finally {
-            clearTimeout(timer);
-          }
-        };
 
   /** A handle on `on`; `guarded`: it refuses statements while its own transaction is open. */
   const handleOn = (on: Queryable, guarded: boolean): Tx => {
@@ -324,7 +199,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         return (await run(name, 'exec', params, on)).count;
       },
       begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        // On a transaction, the same one; on the pool, a new one (counted by `sql.begin` above).
+        // On a transaction, the same one; on the pool, a new one (counted by `sql.begin`: countPoolUsage()).
         return nested(work, (inner) => ('savepoint' in on ? inner(on) : on.begin(inner)));
       },
       savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
@@ -335,21 +210,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
     return handle as Tx;
   };
-
-  const embeddedDb = embedded;
-  const { savepoint: _savepoint, ...onPool } = handleOn(sql, false);
-  return {
-    ...onPool,
-    sql,
-    kind: embedded ? 'embedded' : 'postgres',
-    created: embedded?.created ?? false,
-    statement,
-    handle: (): Db => handleOn(sql, true),
-    async close(timeoutSeconds = 5) {
-      await sql.end({ timeout: timeoutSeconds });
-      await embeddedDb?.close();
-    },
-  };
+  return handleOn;
 }
 
 const PLACEHOLDER = /\{\{([a-zA-Z]+)\}\}/g;

@@ -1,39 +1,14 @@
 /**
- * One page of a list statement (contract §2, §4): the SQL composition of
- * its filters, sort and keyset from fixed fragments, and the read of the
- * page's rows with the count of all matching rows. A page is either a page
- * by number (an OFFSET, at most 10,000 rows deep) or a cursor page (a keyset
- * condition, no OFFSET: an index range at any depth). Nothing from a request
- * reaches the SQL text but the choice among fixed fragments; values travel as
- * parameters.
+ * One page of a list statement (contract §2, §4): the SQL composition of its
+ * filters, sort and keyset from fixed fragments (the order's own fragments
+ * come from sort-sql.ts), and the read of the page's rows with the count of
+ * all matching rows. A page is either a page by number (an OFFSET, at most
+ * 10,000 rows deep) or a cursor page (a keyset condition, no OFFSET: an index
+ * range at any depth). Nothing from a request reaches the SQL text but the
+ * choice among fixed fragments; values travel as parameters.
  */
 import type { Db, Param } from './database.ts';
-
-/** A sort key and its direction, as a parsed query gives it. */
-export interface Sort<K extends string> {
-  readonly key: K;
-  readonly descending: boolean;
-}
-
-/**
- * The `ORDER BY` list for `sort`, from a fixed map of sort keys to SQL
- * expressions: nothing from the request reaches the SQL text but the choice
- * among those. `id` ends the list as the tie-breaker, so pages never overlap;
- * it runs in the direction of the last key, so that one index on
- * (key, id), read forwards or backwards, delivers the whole order.
- *
- * @example
- * orderBy([{ key: 'createdAt', descending: true }], { id: 'p.id', createdAt: 'p.created_at' })
- * // 'p.created_at DESC, p.id DESC'
- */
-export function orderBy<K extends string>(
-  sort: readonly Sort<K>[],
-  columns: Readonly<Record<K | 'id', string>>,
-): string {
-  const parts = sort.map((s) => `${columns[s.key]} ${s.descending ? 'DESC' : 'ASC'}`);
-  if (!sort.some((s) => s.key === 'id')) parts.push(`${columns.id} ${sort.at(-1)?.descending ? 'DESC' : 'ASC'}`);
-  return parts.join(', ');
-}
+import { keyset, orderBy, sortKey, type OrderKey } from './sort-sql.ts';
 
 /** A filter condition: a fixed SQL fragment taking one parameter, and the value for it. */
 export interface Condition {
@@ -55,110 +30,6 @@ export function where(conditions: readonly Condition[]): { sql: string; params: 
     sql: conditions.map((c, i) => c.sql(`$${i + 1}`)).join(' AND '),
     params: conditions.map((c) => c.value),
   };
-}
-
-/** The SQL type of a sort key's values (as src/http/list-query.ts's `KeyType`). */
-export type KeyType = 'bigint' | 'numeric' | 'text' | 'timestamptz';
-
-/** A key of a list's order, `id` last, with the SQL type of its values. */
-export interface OrderKey extends Sort<string> {
-  readonly type: KeyType;
-}
-
-/**
- * A cursor's value as SQL takes it: a parameter of text, cast to the key's
- * type. A timestamp goes through text: a parameter the server types as
- * timestamptz would be written by the driver from a JavaScript Date, which
- * keeps milliseconds and drops the microseconds the keyset needs.
- */
-const CAST: Readonly<Record<KeyType, string>> = {
-  bigint: '::bigint',
-  numeric: '::numeric',
-  text: '::text',
-  timestamptz: '::text::timestamptz',
-};
-
-/** A key's value as text that casts back to exactly that value (a timestamp in UTC, to the microsecond). */
-const AS_TEXT: Readonly<Record<KeyType, (column: string) => string>> = {
-  bigint: (c) => `${c}::text`,
-  numeric: (c) => `${c}::text`,
-  text: (c) => c,
-  timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
-};
-
-/**
- * The row's keyset position as the list statements return it (their
- * `{{sortKey}}`, as `sort_key`): a JSON array of each key's value as text,
- * which a cursor carries and `keyset()` casts back.
- *
- * @example
- * sortKey([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: true, type: 'bigint' }],
- *   { id: 'o.id', total: 'o.total' })
- * // 'json_build_array(o.total::text, o.id::text)'
- */
-export function sortKey(order: readonly OrderKey[], columns: Readonly<Record<string, string>>): string {
-  return `json_build_array(${order.map((k) => AS_TEXT[k.type](column(columns, k.key))).join(', ')})`;
-}
-
-/**
- * The keyset condition of a cursor page (contract §4): the rows after the
- * position `after` (a value per key of `order`) in that order, as fixed SQL
- * chosen by the keys and their directions only; the values are parameters
- * numbered from `$first`, each cast to its key's type. Keys in `pinned`
- * (every row has the same value: an equality filter) are left out. Keys of
- * one direction in a row compare as one row value, which a B-tree index on
- * those columns reads as a range; where directions change, the later keys
- * decide only among ties of the earlier ones (the expanded OR form), and the
- * first run of keys also bounds the range on its own, so that an index on
- * its columns still starts at the position. Every sort column is NOT NULL:
- * a nullable one would need its own NULL ordering here.
- *
- * @example
- * keyset([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: false, type: 'bigint' }],
- *   { id: 'o.id', total: 'o.total' }, ['12.50', '7'], 3)
- * // { sql: 'o.total <= $3::numeric AND (o.total < $3::numeric OR (o.total = $3::numeric AND o.id > $4::bigint))',
- * //   params: ['12.50', '7'] }
- */
-export function keyset(
-  order: readonly OrderKey[],
-  columns: Readonly<Record<string, string>>,
-  after: readonly string[],
-  first: number,
-  pinned: readonly string[] = [],
-): { sql: string; params: Param[] } {
-  if (after.length !== order.length) throw new Error(`a keyset of ${order.length} keys needs as many values`);
-  const keys = order.flatMap((k, i) => (pinned.includes(k.key) ? [] : [{ ...k, value: after[i] as string }]));
-  const params = keys.map((k) => k.value);
-  const parts = keys.map((k, i) => ({ column: column(columns, k.key), param: `$${first + i}${CAST[k.type]}` }));
-  // Runs of keys in one direction, in order.
-  const runs: { descending: boolean; parts: typeof parts }[] = [];
-  for (const [i, key] of keys.entries()) {
-    const run = runs.at(-1);
-    if (run?.descending === key.descending) run.parts.push(parts[i]!);
-    else runs.push({ descending: key.descending, parts: [parts[i]!] });
-  }
-  const compare = (run: (typeof runs)[number], strict: boolean) => {
-    const op = `${run.descending ? '<' : '>'}${strict ? '' : '='}`;
-    return run.parts.length === 1
-      ? `${run.parts[0]!.column} ${op} ${run.parts[0]!.param}`
-      : `(${run.parts.map((p) => p.column).join(', ')}) ${op} (${run.parts.map((p) => p.param).join(', ')})`;
-  };
-  const beyond = (r: number): string => {
-    const run = runs[r]!;
-    if (r === runs.length - 1) return compare(run, true);
-    const equal = run.parts.map((p) => `${p.column} = ${p.param}`).join(' AND ');
-    const rest = r + 1 === runs.length - 1 ? beyond(r + 1) : `(${beyond(r + 1)})`;
-    return `${compare(run, true)} OR (${equal} AND ${rest})`;
-  };
-  if (runs.length === 0) return { sql: 'TRUE', params };
-  if (runs.length === 1) return { sql: beyond(0), params };
-  return { sql: `${compare(runs[0]!, false)} AND (${beyond(0)})`, params };
-}
-
-function column(columns: Readonly<Record<string, string>>, key: string): string {
-  const sql = columns[key];
-  if (sql === undefined) throw new Error(`the sort key ${key} has no column`);
-  return sql;
 }
 
 export interface PageRequest {

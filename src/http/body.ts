@@ -6,7 +6,6 @@
  * closes its connection before the whole body arrived is a `ClientAbortError`,
  * never mistaken for a fault of the server or its database.
  */
-import { fieldOf } from './node-adapter.ts';
 import { HttpError } from './problem.ts';
 
 const DECIMAL = /^[0-9]+$/;
@@ -23,12 +22,20 @@ export class ClientAbortError extends Error {
   }
 }
 
-/** Reads the whole body of `request`, or throws 413 / 408 `HttpError`s, or `ClientAbortError`. */
-export async function readBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Uint8Array> {
-  const declared = fieldOf(request, 'content-length');
-  if (declared !== null && DECIMAL.test(declared) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
+/**
+ * Reads the whole of `body`, whose request declared `contentLength` (its `Content-Length`, `null` when
+ * absent), or throws 413 / 408 `HttpError`s, or `ClientAbortError`.
+ */
+export async function readBody(
+  body: ReadableStream<Uint8Array>,
+  contentLength: string | null,
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<Uint8Array> {
+  if (contentLength !== null && DECIMAL.test(contentLength) && Number(contentLength) > maxBytes) {
+    throw tooLarge(maxBytes);
+  }
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   let timer: NodeJS.Timeout | undefined;

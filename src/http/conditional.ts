@@ -2,6 +2,7 @@
  * Entity tags and conditional requests (contract §9; RFC 9110 §8.8.3, §13). Pure.
  */
 import { createHash } from 'node:crypto';
+import { HttpError } from './problem.ts';
 
 /**
  * A strong ETag for the exact bytes of a representation: so v1 and v2 of
@@ -64,49 +65,38 @@ export function matchHolds(list: TagList, current: string): boolean {
   return list.some((tag) => !tag.weak && tag.opaque === current);
 }
 
-/**
- * `If-None-Match` as one rule (RFC 9110 §13.1.2): true when `header` (exactly
- * what `headers.get('if-none-match')` returns) matches `etag`, the current
- * representation's strong tag with its quotes, so a GET or HEAD is answered
- * 304. Weak comparison (RFC 9110 §8.8.3.2): `W/"x"` matches `"x"`; `*`
- * matches, since a current representation exists.
- *
- * An absent header is false, and so is a malformed one: this function cannot
- * say 400. The service answers a malformed `If-None-Match` with 400
- * `invalid-header` (`finish()` in semantics.ts), so a caller that needs that
- * checks `parseTagList(header) === undefined` first.
- *
- * @example
- * ifNoneMatch('"a", W/"b"', '"b"') // true
- * ifNoneMatch('"a"', '"b"')        // false
- * ifNoneMatch(null, '"b"')         // false
- */
-export function ifNoneMatch(header: string | null, etag: string): boolean {
-  const list = parseTagList(header);
-  return list !== null && list !== undefined && noneMatchHits(list, etag);
+/** A request's conditions (contract §9), each field parsed once, by the pipeline, before any handler runs. */
+export interface Conditions {
+  /** `If-None-Match` of a GET or HEAD (RFC 9110 §13.1.2); `null` when absent, or on another method. */
+  readonly ifNoneMatch: TagList | null;
+  /** `If-Match` of a write whose route checks it (an order's PUT, PATCH, DELETE); `null` when absent or not. */
+  readonly ifMatch: TagList | null;
 }
 
+/** No condition: what a request without either field has. */
+export const NO_CONDITIONS: Conditions = { ifNoneMatch: null, ifMatch: null };
+
 /**
- * `If-Match` as one rule (RFC 9110 §13.1.1): true when the precondition
- * holds for `header` (exactly what `headers.get('if-match')` returns) and
- * `etag`, the current representation's strong tag with its quotes, or
- * `undefined` when there is none. Strong comparison (RFC 9110 §8.8.3.2): a
- * weak tag never matches. `*` holds when a current representation exists; an
- * absent header always holds.
- *
- * A malformed value does not hold (false), so it never lets a write through.
- * The service answers it with 400 `invalid-header`, not 412: a caller that
- * needs that checks `parseTagList(header) === undefined` first.
+ * `ifNoneMatch` and `ifMatch` (exactly what `headers.get()` returns; `null` for a field the request's method or
+ * route does not evaluate) parsed; a malformed one is 400 `invalid-header`, whatever the resource.
  *
  * @example
- * ifMatch('"a", "b"', '"b"') // true
- * ifMatch('W/"b"', '"b"')    // false
- * ifMatch('*', undefined)    // false
- * ifMatch(null, undefined)   // true
+ * parseConditions('W/"a"', null) // { ifNoneMatch: [{ weak: true, opaque: '"a"' }], ifMatch: null }
+ * parseConditions('a', null)     // throws HttpError 400 invalid-header
  */
-export function ifMatch(header: string | null, etag: string | undefined): boolean {
-  const list = parseTagList(header);
-  if (list === null) return true;
-  if (list === undefined || etag === undefined) return false;
-  return matchHolds(list, etag);
+export function parseConditions(ifNoneMatch: string | null, ifMatch: string | null): Conditions {
+  if (ifNoneMatch === null && ifMatch === null) return NO_CONDITIONS;
+  const noneMatch = parseTagList(ifNoneMatch);
+  if (noneMatch === undefined) {
+    throw new HttpError(400, 'invalid-header', {
+      detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".',
+    });
+  }
+  const match = parseTagList(ifMatch);
+  if (match === undefined) {
+    throw new HttpError(400, 'invalid-header', {
+      detail: 'If-Match must be * or a list of entity tags such as "abc".',
+    });
+  }
+  return { ifNoneMatch: noneMatch, ifMatch: match };
 }

@@ -4,7 +4,8 @@
  * fingerprint, and which results are stored.
  */
 import { createHash } from 'node:crypto';
-import { jsonText, MAX_JSON_DEPTH } from './json-body.ts';
+import { jsonText } from './json-body.ts';
+import { MAX_JSON_DEPTH } from './json-scan.ts';
 
 export const MAX_KEY_LENGTH = 255;
 // Visible ASCII (%x21-7E), 1–255 of them.

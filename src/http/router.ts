@@ -47,8 +47,14 @@ export type RouteMatch<H> =
       readonly pattern: string;
       readonly allow: string;
     }
-  | { readonly kind: 'options'; readonly allow: string; readonly version: PathVersion }
-  | { readonly kind: 'method-not-allowed'; readonly allow: string; readonly version: PathVersion }
+  /** The path's `pattern` (that of every route on it) too: a request answered here is counted under it. */
+  | { readonly kind: 'options'; readonly allow: string; readonly version: PathVersion; readonly pattern: string }
+  | {
+      readonly kind: 'method-not-allowed';
+      readonly allow: string;
+      readonly version: PathVersion;
+      readonly pattern: string;
+    }
   | { readonly kind: 'not-found'; readonly version: PathVersion };
 
 export interface Router<H> {
@@ -73,6 +79,8 @@ interface Node<H> {
   param: { readonly name: string; readonly type: 'int' | 'string'; readonly node: Node<H> } | undefined;
   readonly leaves: Map<Method, Leaf<H>>;
   allow: string;
+  /** The pattern of the routes ending here (they share it: their parameters cannot conflict). */
+  pattern: string;
 }
 
 const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
@@ -86,7 +94,7 @@ const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([
 const ROOT = '/';
 
 function newNode<H>(): Node<H> {
-  return { literal: new Map(), param: undefined, leaves: new Map(), allow: '' };
+  return { literal: new Map(), param: undefined, leaves: new Map(), allow: '', pattern: '' };
 }
 
 /** Compiles `routes` into a router; throws `RouteDefinitionError` on a malformed or duplicate route. */
@@ -111,11 +119,12 @@ export function createRouter<H>(routes: readonly Route<H>[]): Router<H> {
       if (version !== undefined && ![...node.leaves.values()].some((leaf) => leaf.versioned)) {
         return { kind: 'not-found', version };
       }
-      if (method === 'OPTIONS' && !node.leaves.has('OPTIONS')) return { kind: 'options', allow: node.allow, version };
+      const { allow, pattern } = node;
+      if (method === 'OPTIONS' && !node.leaves.has('OPTIONS')) return { kind: 'options', allow, version, pattern };
       // RFC 9110 §9.3.2: HEAD is answered as GET without the content.
       const leaf = node.leaves.get(method as Method) ?? (method === 'HEAD' ? node.leaves.get('GET') : undefined);
-      if (leaf === undefined) return { kind: 'method-not-allowed', allow: node.allow, version };
-      return { kind: 'found', handler: leaf.handler, params, version, pattern: leaf.pattern, allow: node.allow };
+      if (leaf === undefined) return { kind: 'method-not-allowed', allow, version, pattern };
+      return { kind: 'found', handler: leaf.handler, params, version, pattern: leaf.pattern, allow };
     },
   };
 }
@@ -156,6 +165,7 @@ function add<H>(root: Node<H>, route: Route<H>): void {
   }
   if (node.leaves.has(route.method)) throw new RouteDefinitionError(`duplicate route ${route.method} ${route.pattern}`);
   node.leaves.set(route.method, { handler: route.handler, pattern: route.pattern, versioned: route.versioned ?? true });
+  node.pattern = route.pattern;
 }
 
 /** Precomputes each node's `Allow` value (RFC 9110 §10.2.1). */

@@ -6,10 +6,9 @@
  * knows its tag without it; and the deprecation fields of version 1. Routes
  * cannot opt out: the pipeline calls this for all of them.
  */
-import { etagOf, noneMatchHits, parseTagList, type TagList } from './conditional.ts';
+import { type Conditions, etagOf, noneMatchHits } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
-import { fieldOf } from './node-adapter.ts';
 import { bufferedResponse, contentOf, fieldsOf, type Fields } from './response.ts';
 
 /** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
@@ -34,9 +33,22 @@ const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires', 'va
 /** Responses `finish()` produced: finishing one again would hash and copy the same bytes twice. */
 const finished = new WeakSet<Response>();
 
-export async function finish(request: Request, response: Response, options: FinishOptions): Promise<Response> {
+/**
+ * `response` as the client receives it, for a request of `method` with `conditions` (its `If-None-Match`,
+ * parsed once by the pipeline).
+ *
+ * @example
+ * await finish('GET', { ifNoneMatch: [{ weak: false, opaque: '"x"' }], ifMatch: null }, json200, options)
+ * // a 304 when the 200's tag is "x"
+ */
+export async function finish(
+  method: string,
+  conditions: Conditions,
+  response: Response,
+  options: FinishOptions,
+): Promise<Response> {
   if (finished.has(response)) return response;
-  const result = await finishOnce(request, response, options);
+  const result = await finishOnce(method, conditions, response, options);
   finished.add(result);
   return result;
 }
@@ -56,26 +68,31 @@ export function markFinished(response: Response): Response {
  * (404) are the request's.
  */
 export async function notModifiedEarly(
-  request: Request,
+  method: string,
+  conditions: Conditions,
   currentTag: () => Promise<string>,
   options: FinishOptions,
 ): Promise<Response | undefined> {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return undefined;
-  const condition = ifNoneMatchOf(request);
-  if (condition === null) return undefined;
+  const condition = conditions.ifNoneMatch;
+  if ((method !== 'GET' && method !== 'HEAD') || condition === null) return undefined;
   const etag = await currentTag();
   if (!noneMatchHits(condition, etag)) return undefined;
   return bufferedResponse(null, { status: 304, headers: { etag, 'cache-control': cacheControl(options) } });
 }
 
-async function finishOnce(request: Request, response: Response, options: FinishOptions): Promise<Response> {
+async function finishOnce(
+  method: string,
+  conditions: Conditions,
+  response: Response,
+  options: FinishOptions,
+): Promise<Response> {
   // A buffered response (every JSON one) is finished in place: its bytes are
   // hashed as they are, never read back from a stream or copied.
   const buffered = contentOf(response);
   const headers: Fields = buffered === undefined ? new Headers(response.headers) : fieldsOf(response);
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE)
     headers.set('content-type', options.contentType);
-  const safe = request.method === 'GET' || request.method === 'HEAD';
+  const safe = method === 'GET' || method === 'HEAD';
   if (
     buffered === null ||
     (buffered === undefined && response.body === null) ||
@@ -90,9 +107,8 @@ async function finishOnce(request: Request, response: Response, options: FinishO
   headers.set('etag', etag);
   // A write's response is the new state, with the tag a later If-Match needs; never cached.
   headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
-  if (safe) {
-    const condition = ifNoneMatchOf(request);
-    if (condition !== null && noneMatchHits(condition, etag)) return notModified(headers);
+  if (safe && conditions.ifNoneMatch !== null && noneMatchHits(conditions.ifNoneMatch, etag)) {
+    return notModified(headers);
   }
   return buffered === undefined ? bufferedResponse(bytes, { status: response.status, headers }) : response;
 }
@@ -100,17 +116,6 @@ async function finishOnce(request: Request, response: Response, options: FinishO
 /** A streamed response with new `headers`, its body left unread. */
 function withHeaders(response: Response, headers: Headers): Response {
   return new Response(response.body, { status: response.status, headers });
-}
-
-/** The request's `If-None-Match`, `null` when absent; 400 when malformed. */
-function ifNoneMatchOf(request: Request): TagList | null {
-  const condition = parseTagList(fieldOf(request, 'if-none-match'));
-  if (condition === undefined) {
-    throw new HttpError(400, 'invalid-header', {
-      detail: 'If-None-Match must be * or a list of entity tags such as "abc", W/"abc".',
-    });
-  }
-  return condition;
 }
 
 /** A 304 with the fields of `headers` (those of the 200) that RFC 9110 §15.4.5 keeps. */

@@ -19,7 +19,7 @@
  */
 import cluster from 'node:cluster';
 import type { Logger } from '../base/logger.ts';
-import type { PoolUsage } from '../db/database.ts';
+import type { PoolUsage } from '../db/pool-usage.ts';
 import type { HttpMetrics } from './http-metrics.ts';
 import {
   poolSnapshot,

@@ -6,7 +6,7 @@
  * summed over the live processes, CPU time is a counter (an exited worker's
  * stays in the sum), and the start time is the primary's: the instance's.
  */
-import type { PoolUsage } from '../db/database.ts';
+import type { PoolUsage } from '../db/pool-usage.ts';
 import type { FamilyDoc, Snapshot } from './snapshot.ts';
 
 export const POOL_FAMILIES: readonly FamilyDoc[] = [

@@ -18,7 +18,6 @@ import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
 import { parseAuthorization } from '../auth/tokens.ts';
 import type { Db } from '../db/database.ts';
 import { withDeadline } from '../db/errors.ts';
-import { fieldOf } from '../http/node-adapter.ts';
 import { HttpError } from '../http/problem.ts';
 import { bufferedResponse } from '../http/response.ts';
 import { EXPOSITION_CONTENT_TYPE, family, labels, sample } from '../metrics/exposition.ts';
@@ -105,7 +104,7 @@ export const metricsRoute: RouteSpec = {
 function authorize(ctx: RequestContext): void {
   const expected = ctx.services.config.metricsToken;
   if (expected === undefined) return;
-  const credentials = parseAuthorization(fieldOf(ctx.request, 'authorization'));
+  const credentials = parseAuthorization(ctx.header('authorization'));
   // Hashes of equal length, compared in constant time: the time taken says nothing of the token.
   if (credentials.kind === 'bearer' && timingSafeEqual(digest(credentials.token), digest(expected))) return;
   throw new HttpError(401, 'unauthorized', {

@@ -5,7 +5,7 @@
  * twice) are checked in `checkItems()`.
  */
 import * as v from 'valibot';
-import { jsonPointer } from '../http/json-body.ts';
+import { jsonPointer } from '../http/json-pointer.ts';
 import type { ProblemError } from '../http/problem.ts';
 import { idOf, named } from '../openapi/atoms.ts';
 

@@ -2,108 +2,23 @@
  * Writing orders: each operation is one transaction that locks the order
  * row first, so concurrent writers of one order are serialized and every
  * rule (§3 transitions, §4 editability, §6 ownership) is checked against the
- * state the write will change. Reads and writes run the statements of
- * `sql/queries/orders.sql`.
+ * state the write will change. Writes run the statements of
+ * `sql/queries/orders.sql`; reads are in reads.ts.
  */
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
 import { ownerLimit } from '../auth/ownership.ts';
-import { HttpError, type ProblemError } from '../http/problem.ts';
-import type { Version } from '../http/negotiation.ts';
+import { HttpError } from '../http/problem.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { Item, Status } from './schema.ts';
 import { checkTransition } from './transitions.ts';
+import { notFound, type StoredOrder } from './reads.ts';
+import { currencyOf, currencyOfItems } from './item-currency.ts';
 
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';
-
-export function notFound(id: number): HttpError {
-  return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
-}
-
-/** An order as stored: the row of its representation, and its revision (contract §9). */
-export interface StoredOrder extends OrderRow {
-  /** Grows with every change to the order or its items (sql/migrations/0008_order_revision.sql). */
-  revision: number;
-}
-
-export async function getOrder(db: Db, id: number, principal: Principal): Promise<StoredOrder> {
-  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)]);
-  if (row === undefined) throw notFound(id);
-  return row;
-}
-
-/**
- * Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404
- * like `getOrder`.
- */
-export async function getOrderJson(
-  db: Db,
-  id: number,
-  principal: Principal,
-  version: Version,
-): Promise<{ revision: number; body: string }> {
-  const row = await db.one<{ revision: number; body: string }>('GetOrderJson', [id, ownerLimit(principal), version]);
-  if (row === undefined) throw notFound(id);
-  return row;
-}
-
-/** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
-export async function getOrderRevision(db: Db, id: number, principal: Principal): Promise<number> {
-  const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
-  if (row === undefined) throw notFound(id);
-  return row.revision;
-}
-
-interface ProductPrice {
-  id: number;
-  price: string;
-  currency: string;
-}
-
-/**
- * The currency of an order's items, given each item's product's currency
- * (`null`: no such product), in the items' order: the first known one, if
- * every item is known and shares it; else 422 with a pointer per item at fault.
- */
-function currencyOfItems(items: readonly Item[], currencies: readonly (string | null)[]): string {
-  const errors: ProblemError[] = [];
-  let currency: string | undefined;
-  items.forEach((item, index) => {
-    const found = currencies[index] ?? null;
-    if (found === null) {
-      errors.push({ pointer: `/items/${index}/productId`, detail: `there is no product ${item.productId}` });
-    } else if (currency === undefined) {
-      currency = found;
-    } else if (found !== currency) {
-      errors.push({
-        pointer: `/items/${index}/productId`,
-        detail: `is priced in ${found}, the order's other items in ${currency}; an order has one currency`,
-      });
-    }
-  });
-  if (errors.length > 0) throw validationError(errors);
-  return currency as string;
-}
-
-/**
- * Checks that every item names a known product and that all share one
- * currency; returns that currency, or throws 422 with a pointer per item.
- */
-async function currencyOf(db: Db, items: readonly Item[]): Promise<string> {
-  const products = new Map(
-    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [
-      p.id,
-      p.currency,
-    ]),
-  );
-  return currencyOfItems(
-    items,
-    items.map((item) => products.get(item.productId) ?? null),
-  );
-}
 
 function unknownUser(userId: number): HttpError {
   return validationError([{ pointer: '/customerId', detail: `there is no user ${userId}` }]);

@@ -9,7 +9,6 @@
 import { createHash } from 'node:crypto';
 import type { RouteSpec } from '../pipeline/context.ts';
 import { JSON_TYPE } from '../http/negotiation.ts';
-import { fieldOf } from '../http/node-adapter.ts';
 import { HttpError, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
 import { PROBLEM_TEXTS } from '../problems/texts.ts';
 import { preferredType } from './negotiate.ts';
@@ -165,7 +164,7 @@ export const problemRoute: RouteSpec = {
     const slug = ctx.params.slug as string;
     const bodies = PAGES.get(slug);
     if (bodies === undefined) throw new HttpError(404, 'not-found', { detail: `There is no problem type ${slug}.` });
-    const offer = preferredType(fieldOf(ctx.request, 'accept'), OFFERS) as Offer | undefined;
+    const offer = preferredType(ctx.header('accept'), OFFERS) as Offer | undefined;
     if (offer === undefined) {
       throw new HttpError(406, 'not-acceptable', {
         detail: `Nothing in Accept can be produced here; this page is available as ${OFFERS.join(', ')}.`,

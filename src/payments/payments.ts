@@ -4,137 +4,23 @@
  * transaction, with the stored idempotent result. Money is compared as
  * decimals in SQL, never as floats.
  */
-import * as v from 'valibot';
 import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
 import { where } from '../db/page.ts';
-import { memberSource, validationError } from '../http/json-body.ts';
-import { readJsonBody } from '../pipeline/body.ts';
+import { validationError } from '../http/json-body.ts';
 import { jsonResponse } from '../http/json.ts';
 import { positiveId, type ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import type { Version } from '../http/negotiation.ts';
-import { Currency, ID_SCHEMA, Id, idOf, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
+import { ID_SCHEMA } from '../openapi/atoms.ts';
 import { orderScopedConditions, ownerLimit } from '../auth/ownership.ts';
 import { orderRepresentation, type OrderRow } from '../orders/representation.ts';
 import { recordEvent } from '../events/outbox.ts';
-
-export interface PaymentRow {
-  id: number;
-  order_id: number;
-  amount: string;
-  currency: string;
-  status: 'succeeded';
-  created_at: Date;
-}
-
-/** The payment as `version` represents it (contract §2). */
-export function paymentRepresentation(row: PaymentRow, version: Version) {
-  const common = { id: row.id, orderId: row.order_id };
-  const { status, created_at: createdAt } = row;
-  return version === 1
-    ? { ...common, amount: money(row.amount, row.currency, version), currency: row.currency, status, createdAt }
-    : { ...common, amount: money(row.amount, row.currency, version), status, createdAt };
-}
-
-const PaymentV1 = named(
-  'PaymentV1',
-  v.strictObject({
-    id: Id,
-    orderId: Id,
-    amount: MoneyNumber,
-    currency: Currency,
-    status: v.literal('succeeded'),
-    createdAt: Timestamp,
-  }),
-);
-const PaymentV2 = named(
-  'PaymentV2',
-  v.strictObject({
-    id: Id,
-    orderId: Id,
-    amount: Money,
-    status: v.literal('succeeded'),
-    createdAt: Timestamp,
-  }),
-);
-const PAYMENT = { v1: PaymentV1, v2: PaymentV2 };
-const PAYMENT_PAGE = { v1: page('PaymentPageV1', PaymentV1), v2: page('PaymentPageV2', PaymentV2) };
-
-const orderId = idOf('order');
-const currency = v.pipe(
-  v.string('must be an ISO 4217 code such as EUR'),
-  v.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR'),
-);
-const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
-
-/** v1: `{"orderId", "amount": number, "currency"}`. */
-export const PaymentV1Schema = v.strictObject({
-  orderId,
-  amount: v.pipe(v.number('must be a number'), v.finite('must be a number'), v.minValue(0, 'must not be negative')),
-  currency,
-});
-/** v2: `{"orderId", "amount": {"amount": "59.90", "currency": "EUR"}}`. */
-export const PaymentV2Schema = v.strictObject({
-  orderId,
-  amount: v.strictObject({
-    amount: v.pipe(
-      v.string('must be a decimal string such as "59.90"'),
-      v.regex(DECIMAL, 'must be a decimal string such as "59.90"'),
-    ),
-    currency,
-  }),
-});
-/** The request bodies as the OpenAPI document names them. */
-const NEW_PAYMENT = { v1: named('NewPaymentV1', PaymentV1Schema), v2: named('NewPaymentV2', PaymentV2Schema) };
-
-interface PaymentInput {
-  orderId: number;
-  /** The amount as decimal text, for an exact comparison in SQL. */
-  amount: string;
-  currency: string;
-  /** Where the amount and currency are in this version's body. */
-  pointers: { amount: string; currency: string };
-}
-
-// A JSON number as written (RFC 8259 §6).
-const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?([0-9]+))?$/;
-
-/**
- * Whether `amount` (decimal text) can be handed to PostgreSQL's numeric at
- * all: at most 1,000 characters and an exponent of at most four digits. Beyond, it
- * cannot equal a total of numeric(12,2) anyway, and numeric would refuse it
- * (`1e-999999`: value overflows numeric format) inside the payment's transaction.
- */
-function comparable(amount: string): boolean {
-  const match = amount.length <= 1_000 ? JSON_NUMBER.exec(amount) : null;
-  return match !== null && (match[1] === undefined || match[1].length <= 4);
-}
-
-function input(ctx: RequestContext): PaymentInput {
-  if (ctx.version === 1) {
-    const body = readJsonBody(ctx, PaymentV1Schema);
-    // contract §4: the decimal the client wrote, never its binary float (24.999999999999999
-    // parses to 25, and must not pay a total of 25.00). The schema has seen a finite number there.
-    return {
-      orderId: body.orderId,
-      amount: memberSource(ctx.body, 'amount') as string,
-      currency: body.currency,
-      pointers: { amount: '/amount', currency: '/currency' },
-    };
-  }
-  const body = readJsonBody(ctx, PaymentV2Schema);
-  return {
-    orderId: body.orderId,
-    amount: body.amount.amount,
-    currency: body.amount.currency,
-    pointers: { amount: '/amount/amount', currency: '/amount/currency' },
-  };
-}
+import { comparable, NEW_PAYMENT, paymentInput } from './input.ts';
+import { PAYMENT, PAYMENT_PAGE, paymentRepresentation, type PaymentRow } from './representation.ts';
 
 async function create(ctx: RequestContext): Promise<Response> {
   const principal = principalOf(ctx);
-  const payment = input(ctx);
+  const payment = paymentInput(ctx);
   const { db } = ctx;
   const row = await db.begin(async (db) => {
     const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [

@@ -4,7 +4,6 @@
  */
 import type { GenericSchema, InferOutput } from 'valibot';
 import { checkContentEncoding, checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
-import { fieldOf } from '../http/node-adapter.ts';
 import type { ProblemError } from '../http/problem.ts';
 import type { RequestContext } from './context.ts';
 
@@ -27,8 +26,8 @@ export function readJsonBody<S extends GenericSchema>(
   schema: S,
   options: ReadJsonBodyOptions = {},
 ): InferOutput<S> {
-  checkContentEncoding(fieldOf(ctx.request, 'content-encoding'));
-  checkJsonContentType(fieldOf(ctx.request, 'content-type'), { patch: options.patch === true, version: ctx.version });
+  checkContentEncoding(ctx.header('content-encoding'));
+  checkJsonContentType(ctx.header('content-type'), { patch: options.patch === true, version: ctx.version });
   const document = parseJson(ctx.body);
   const refused = options.refuse?.(document) ?? [];
   if (refused.length > 0) throw validationError(refused);

@@ -10,16 +10,10 @@ import { fetchPage, type PageSql } from '../db/page.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { jsonResponse } from '../http/json.ts';
-import {
-  encodeCursor,
-  invalidQuery,
-  pageCount,
-  paginationLinks,
-  parseListQuery,
-  sortOrder,
-  type ListQuery,
-  type ListSpec,
-} from '../http/list-query.ts';
+import { invalidQuery, parseListQuery, type ListQuery, type ListSpec } from '../http/list-query.ts';
+import { encodeCursor } from '../http/cursor.ts';
+import { pageCount, paginationLinks } from '../http/page-links.ts';
+import { sortOrder } from '../http/sort-order.ts';
 
 /** A page as `collectionResponse()` describes it. */
 export interface PageOf {

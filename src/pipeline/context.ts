@@ -9,6 +9,7 @@ import type { Database, Db } from '../db/database.ts';
 import type { Logger } from '../base/logger.ts';
 import type { Method, Params } from '../http/router.ts';
 import type { Version } from '../http/negotiation.ts';
+import type { Conditions } from '../http/conditional.ts';
 import type { CachePolicy } from '../http/semantics.ts';
 import type { HttpMetrics } from '../metrics/http-metrics.ts';
 import type { SharedLimits } from '../limits/shared-limits.ts';
@@ -63,6 +64,13 @@ export interface TestHooks {
 
 export interface RequestContext {
   readonly request: Request;
+  /** Field `name` (lower case) of the request, as `Headers.get()` gives it; `null` when absent. */
+  header(name: string): string | null;
+  /**
+   * The request's `If-None-Match` (GET, HEAD) and `If-Match` (on a route whose doc says `ifMatch`), parsed
+   * once before the handler runs: a malformed one was answered 400 already.
+   */
+  readonly conditions: Conditions;
   readonly url: URL;
   readonly params: Params;
   /** The API version the request is served in: the path's prefix, else 1 (contract §8). */

@@ -1,6 +1,8 @@
 /**
- * Starting and stopping the whole service: database, migrations, demo data,
- * HTTP server, and the graceful shutdown of contract §1.
+ * Starting the whole service, step by step: the database with its
+ * migrations and demo data, the rate limits shared through Redis, the read
+ * replica, the HTTP server, then the purges and the webhook worker. The
+ * graceful shutdown of contract §1 is shutdown.ts's.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +16,7 @@ import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import { createNodeServer, type NodeServer } from '../http/node-adapter.ts';
 import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
+import { SHUTDOWN_GRACE_MS, shutdown } from './shutdown.ts';
 import { openSharedLimits, type SharedLimits } from '../limits/shared-limits.ts';
 import { createHttpMetrics, type HttpMetrics } from '../metrics/http-metrics.ts';
 import { localPositions, redisPositions } from '../replica/positions.ts';
@@ -50,11 +53,6 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** How long the webhook worker gets, after the requests, to record its aborted attempts on shutdown. */
-export const WORKER_STOP_MS = 2_000;
-/** How long requests in flight get to finish on shutdown (contract §1). */
-export const SHUTDOWN_GRACE_MS = 10_000;
-
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase({
@@ -70,52 +68,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let reads: ReplicaReads | undefined;
   const metrics = createHttpMetrics();
   try {
-    const applied = await migrate(db);
-    if (applied.length > 0) log.info('migrations applied', { migrations: applied });
-    if (db.created) {
-      await seed(db);
-      const tokens = await createDemoTokens(db);
-      options.onDemoTokens?.(tokens);
-    }
-    // contract §17: waits for Redis at most its connect time-out; unreachable, the process counts on its own.
-    if (config.redisUrl !== undefined && config.rateLimit !== undefined) {
-      const keyPrefix = options.hooks?.redisKeyPrefix;
-      sharedLimits = await openSharedLimits({
-        url: config.redisUrl,
-        limit: config.rateLimit,
-        log,
-        ...(keyPrefix === undefined ? {} : { keyPrefix }),
-      });
-    }
-    // contract §17: the replica and where each principal last wrote, kept as long as REPLICA_MAX_LAG (and a second).
-    if (config.databaseReadUrl !== undefined) {
-      const ttlMs = (config.replicaMaxLagSeconds + 1) * 1000;
-      const positions =
-        config.redisUrl === undefined
-          ? localPositions(ttlMs)
-          : await redisPositions({
-              url: config.redisUrl,
-              ttlMs,
-              log,
-              // Tests run apart in one Redis database by their own prefix.
-              ...(options.hooks?.redisKeyPrefix === undefined ? {} : { prefix: `${options.hooks.redisKeyPrefix}ryw:` }),
-            });
-      try {
-        const replica = await openReplica({
-          url: config.databaseReadUrl,
-          primary: db,
-          maxLagSeconds: config.replicaMaxLagSeconds,
-          poolMax: config.dbPoolMax,
-          prepare: config.dbPrepare,
-          log,
-          ...(options.hooks?.replicaPollMs === undefined ? {} : { pollMs: options.hooks.replicaPollMs }),
-        });
-        reads = { replica, positions };
-      } catch (error) {
-        positions.close();
-        throw error;
-      }
-    }
+    await prepareDatabase(db, log, options);
+    sharedLimits = await openLimits(config, log, options.hooks);
+    reads = await openReads(config, db, log, options.hooks);
     const app = createApp(
       {
         config,
@@ -169,6 +124,69 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 }
 
+/** Applies the pending migrations; a new embedded database also gets the demo data and tokens. */
+async function prepareDatabase(db: Database, log: Logger, options: StartOptions): Promise<void> {
+  const applied = await migrate(db);
+  if (applied.length > 0) log.info('migrations applied', { migrations: applied });
+  if (db.created) {
+    await seed(db);
+    const tokens = await createDemoTokens(db);
+    options.onDemoTokens?.(tokens);
+  }
+}
+
+/** contract §17: waits for Redis at most its connect time-out; unreachable, the process counts on its own. */
+async function openLimits(
+  config: Config,
+  log: Logger,
+  hooks: TestHooks | undefined,
+): Promise<SharedLimits | undefined> {
+  if (config.redisUrl === undefined || config.rateLimit === undefined) return undefined;
+  const keyPrefix = hooks?.redisKeyPrefix;
+  return openSharedLimits({
+    url: config.redisUrl,
+    limit: config.rateLimit,
+    log,
+    ...(keyPrefix === undefined ? {} : { keyPrefix }),
+  });
+}
+
+/** contract §17: the replica and where each principal last wrote, kept as long as REPLICA_MAX_LAG (and a second). */
+async function openReads(
+  config: Config,
+  db: Database,
+  log: Logger,
+  hooks: TestHooks | undefined,
+): Promise<ReplicaReads | undefined> {
+  if (config.databaseReadUrl === undefined) return undefined;
+  const ttlMs = (config.replicaMaxLagSeconds + 1) * 1000;
+  const positions =
+    config.redisUrl === undefined
+      ? localPositions(ttlMs)
+      : await redisPositions({
+          url: config.redisUrl,
+          ttlMs,
+          log,
+          // Tests run apart in one Redis database by their own prefix.
+          ...(hooks?.redisKeyPrefix === undefined ? {} : { prefix: `${hooks.redisKeyPrefix}ryw:` }),
+        });
+  try {
+    const replica = await openReplica({
+      url: config.databaseReadUrl,
+      primary: db,
+      maxLagSeconds: config.replicaMaxLagSeconds,
+      poolMax: config.dbPoolMax,
+      prepare: config.dbPrepare,
+      log,
+      ...(hooks?.replicaPollMs === undefined ? {} : { pollMs: hooks.replicaPollMs }),
+    });
+    return { replica, positions };
+  } catch (error) {
+    positions.close();
+    throw error;
+  }
+}
+
 /**
  * How often the running server deletes idempotency keys older than 24 hours (contract §7) and events older than 30 days
  * (§15).
@@ -202,39 +220,4 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
-}
-
-async function shutdown(
-  server: NodeServer,
-  db: Database,
-  graceMs: number,
-  workerStopped: Promise<void>,
-  sharedLimits: SharedLimits | undefined,
-  reads: ReplicaReads | undefined,
-): Promise<void> {
-  // Connections with no request in progress close now, the others after their response (contract §1).
-  const closed = server.close();
-  let timer: NodeJS.Timeout | undefined;
-  const grace = new Promise<void>((resolve) => {
-    timer = setTimeout(() => {
-      server.closeAllConnections();
-      resolve();
-    }, graceMs);
-  });
-  await Promise.race([closed, grace]);
-  clearTimeout(timer);
-  sharedLimits?.close();
-  // The worker's last claim or record may wait on a database that stopped
-  // answering: give it a bounded time, then close the pool under it.
-  let workerTimer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    workerStopped,
-    new Promise<void>((resolve) => {
-      workerTimer = setTimeout(resolve, WORKER_STOP_MS);
-    }),
-  ]);
-  clearTimeout(workerTimer);
-  reads?.positions.close();
-  await reads?.replica.close();
-  await db.close();
 }

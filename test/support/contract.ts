@@ -7,7 +7,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { RouteSpec } from '../../src/pipeline/context.ts';
 import { createRouter } from '../../src/http/router.ts';
-import { buildOpenApi, openApiPath } from '../../src/openapi/document.ts';
+import { buildOpenApi } from '../../src/openapi/document.ts';
+import { openApiPath } from '../../src/openapi/parameters.ts';
 import { routes } from '../../src/service/routes.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document, walked generically as untyped JSON

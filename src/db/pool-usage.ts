@@ -1,0 +1,57 @@
+/**
+ * How busy the pool is (GET /metrics): pieces of work holding or waiting for
+ * a connection, counted around each statement and transaction.
+ */
+import type { Sql } from './connection.ts';
+
+/**
+ * The pool's use, counted here around every statement run on the pool and
+ * every transaction (`sql.begin`), since the `postgres` driver exposes
+ * neither its busy connections nor its queue. A statement inside a
+ * transaction is the transaction's. A connection runs one statement or
+ * transaction at a time (the driver pipelines further statements onto busy
+ * connections, where they wait all the same), so of `active` pieces of
+ * work, `size` at most hold a connection and the rest wait. Two additions
+ * per statement: every request pays for it.
+ */
+export interface PoolUsage {
+  /** Connections the pool may open (`DB_POOL_MAX`; 1 for the embedded database). */
+  readonly size: number;
+  /** Connections busy with a statement or a transaction. */
+  readonly inUse: number;
+  /** Statements and transactions waiting for a connection. */
+  readonly waiting: number;
+}
+
+/** The pool's use, and the wrapper that counts a piece of work in it. */
+export interface PoolCounter {
+  readonly pool: PoolUsage;
+  /** Counts `work` as active until it settles. */
+  readonly counted: <T>(work: PromiseLike<T>) => Promise<T>;
+}
+
+/** Counts the use of `sql`, a pool of `size` connections: every transaction it begins, and what `counted` wraps. */
+export function countPoolUsage(sql: Sql, size: number): PoolCounter {
+  let active = 0;
+  const counted = async <T>(work: PromiseLike<T>): Promise<T> => {
+    active += 1;
+    try {
+      return await work;
+    } finally {
+      active -= 1;
+    }
+  };
+  // Every transaction, also those begun on the driver's pool itself (migrations, tests).
+  const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
+  (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args) => counted(begin(...args));
+  const pool: PoolUsage = {
+    size,
+    get inUse() {
+      return Math.min(active, size);
+    },
+    get waiting() {
+      return Math.max(0, active - size);
+    },
+  };
+  return { pool, counted };
+}

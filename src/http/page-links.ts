@@ -1,0 +1,48 @@
+/**
+ * The links of a collection's page (contract §4): the number of pages, and
+ * the RFC 8288 `Link` header with `first`, `prev`, `next` and `last`. Pure.
+ */
+import { maxPage } from './list-query.ts';
+
+/** The number of pages for `total` items; 0 when there are none. */
+export function pageCount(total: number, pageSize: number): number {
+  return Math.ceil(total / pageSize);
+}
+
+/** The collection pages a response links to (contract §4). */
+export interface PageLinks {
+  /** The page by number, or absent on a cursor page. */
+  readonly page?: number;
+  readonly pageSize: number;
+  /** `pageCount()` of the collection. */
+  readonly pages: number;
+  /** The cursor of the next page; absent on the last. */
+  readonly cursor?: string;
+}
+
+/**
+ * The RFC 8288 `Link` value of a page of a collection, and its next page's
+ * URL (`meta.next`): each link the same request (path and query, as a
+ * relative reference) with another `page` or `cursor` (contract §4). `first`
+ * is page 1; `prev` the page before, on a page by number only (a cursor page
+ * does not know its number); `next` the cursor after this page's last row,
+ * when there is a next page; `last` the last page, when it lies within the
+ * depth `page` reaches.
+ */
+export function paginationLinks(url: URL, links: PageLinks): { readonly header: string; readonly next?: string } {
+  const last = Math.max(links.pages, 1);
+  const target = (name: 'page' | 'cursor', value: string) => {
+    const search = new URLSearchParams(url.search);
+    search.delete(name === 'page' ? 'cursor' : 'page');
+    search.set(name, value);
+    return `${url.pathname}?${search.toString()}`;
+  };
+  const link = (href: string, rel: string) => `<${href}>; rel="${rel}"`;
+  const header = [link(target('page', '1'), 'first')];
+  if (links.page !== undefined && links.page > 1)
+    header.push(link(target('page', String(Math.min(links.page - 1, last))), 'prev'));
+  const next = links.cursor === undefined ? undefined : target('cursor', links.cursor);
+  if (next !== undefined) header.push(link(next, 'next'));
+  if (last <= maxPage(links.pageSize)) header.push(link(target('page', String(last)), 'last'));
+  return { header: header.join(', '), ...(next === undefined ? {} : { next }) };
+}

@@ -1,0 +1,139 @@
+/**
+ * One request's state as it passes the stages (src/pipeline/stages/): what
+ * the request says, set once when it arrives, and what each stage finds out
+ * and hands on (the route, the version, the principal, the rate decision…).
+ * Each field has one stage that sets it; the stages' doc comments say which.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/authenticator.ts';
+import type { Database, Db } from '../db/database.ts';
+import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
+import { clientAddress } from '../http/client-address.ts';
+import { JSON_TYPE, type Version } from '../http/negotiation.ts';
+import { fieldOf } from '../http/incoming-request.ts';
+import type { ClientInfo } from '../http/node-adapter.ts';
+import type { RateDecision } from '../http/rate-limit.ts';
+import type { Params, RouteMatch } from '../http/router.ts';
+import type { HandlerServices, RequestContext, RouteSpec } from './context.ts';
+
+export interface Exchange {
+  readonly request: Request;
+  /** Field `name` (lower case) of the request, read from the node bridge without building `Headers`. */
+  readonly header: (name: string) => string | null;
+  readonly started: number;
+  /** contract §13: the client's `X-Request-Id` when well formed, else a new UUID. */
+  readonly requestId: string;
+  readonly url: URL;
+  /** The path as the client sent it (routing and the log): URL parsing resolves `..` and `\`. */
+  readonly path: string;
+  /** contract §16: the forwarded address only from a trusted proxy; what rate limits and the log see. */
+  readonly address: string;
+  /** The parts of the service a handler may use. */
+  readonly services: HandlerServices;
+  /** cors: a CORS preflight from a listed origin. */
+  preflight: boolean;
+  /** body: the request body, read within the limits. */
+  body: Uint8Array;
+  /** route: what the router found; `undefined` for a request refused before (413, 408). */
+  match: RouteMatch<RouteSpec> | undefined;
+  /** route: the route that serves the request, once found. */
+  route: RouteSpec | undefined;
+  params: Params;
+  /** route (the path's prefix), then negotiate. */
+  version: Version | undefined;
+  /** negotiate: the media type of the answer's body. */
+  contentType: string | undefined;
+  /** authorize. */
+  principal: Principal | undefined;
+  /** authorize, or the address limit: the decision the `RateLimit` fields report. */
+  rate: RateDecision | undefined;
+  /** conditional: the request's conditions, parsed once. */
+  conditions: Conditions | undefined;
+  /** Where the handler's statements go: the primary, or the replica for a read (replica). */
+  source: Database;
+  /** The request's own handle on `source`, taken when a handler first reaches for it. */
+  handle: Db | undefined;
+  /** idempotency: the savepoint a keyed POST's handler runs in. */
+  savepoint: Db | undefined;
+  /** replica: only the route's current tag is wanted here (`MISSED` when it does not match). */
+  tagOnly: boolean;
+  /** problems: the client went away before its body arrived; it reads no answer. */
+  aborted: boolean;
+}
+
+// contract §13: 1–128 visible ASCII characters.
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+const EMPTY = new Uint8Array(0);
+
+/** What every exchange shares: read once, when the app is made. */
+export interface ExchangeParts {
+  /** contract §16: whether an address is a trusted proxy's; `undefined` without `TRUST_PROXY`. */
+  readonly trusted: ((address: string) => boolean) | undefined;
+  readonly database: Database;
+  readonly services: HandlerServices;
+}
+
+/** The state of `request` as it arrives from `client`. */
+export function newExchange(request: Request, client: ClientInfo, parts: ExchangeParts): Exchange {
+  const started = performance.now();
+  const header = (name: string) => fieldOf(request, name);
+  const incomingId = header('x-request-id');
+  const { trusted } = parts;
+  const url = new URL(request.url);
+  return {
+    request,
+    header,
+    started,
+    requestId: incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID(),
+    url,
+    path: client.path ?? url.pathname,
+    address:
+      trusted === undefined
+        ? client.remoteAddress
+        : clientAddress(client.remoteAddress, header('forwarded'), header('x-forwarded-for'), trusted),
+    services: parts.services,
+    preflight: false,
+    body: EMPTY,
+    match: undefined,
+    route: undefined,
+    params: {},
+    version: undefined,
+    contentType: undefined,
+    principal: undefined,
+    rate: undefined,
+    conditions: undefined,
+    source: parts.database,
+    handle: undefined,
+    savepoint: undefined,
+    tagOnly: false,
+    aborted: false,
+  };
+}
+
+/** The route of an exchange past the route stage (a stage inside it can rely on one). */
+export function routeOf(x: Exchange): RouteSpec {
+  if (x.route === undefined) throw new Error('a stage inside the route stage ran without a route');
+  return x.route;
+}
+
+/** What the handler (and a route's `currentTag`) sees of the exchange. */
+export function contextOf(x: Exchange): RequestContext {
+  return {
+    request: x.request,
+    header: x.header,
+    conditions: x.conditions ?? NO_CONDITIONS,
+    url: x.url,
+    params: x.params,
+    version: x.version ?? 1,
+    contentType: x.contentType ?? JSON_TYPE,
+    requestId: x.requestId,
+    body: x.body,
+    principal: x.principal,
+    services: x.services,
+    get db() {
+      if (x.savepoint !== undefined) return x.savepoint;
+      x.handle ??= x.source.handle();
+      return x.handle;
+    },
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * The fields every answer of a route carries, errors included (contract §8):
+ * `Vary` by what the route's answers depend on (`Accept` where it
+ * negotiates, `Authorization` where it authenticates), and version 1's
+ * deprecation fields on any answer in version 1.
+ */
+import { fieldsOf } from '../../http/response.ts';
+import type { VersionPolicy } from '../../http/semantics.ts';
+import type { Stage } from '../compose.ts';
+import type { Exchange } from '../exchange.ts';
+
+export function representationFields(versions: VersionPolicy): Stage<Exchange> {
+  return async (x, next) => {
+    const response = await next();
+    const headers = fieldsOf(response);
+    const { route } = x;
+    if (route !== undefined) {
+      const vary = [
+        ...(route.versioned === false ? [] : ['Accept']),
+        ...(route.auth === 'public' ? [] : ['Authorization']),
+      ];
+      if (vary.length > 0) headers.set('vary', vary.join(', '));
+    }
+    if (x.version === 1) versions.decorate(headers, x.url.pathname);
+    return response;
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Rate limits (contract §10): the windows, this process's own tables or the
+ * shared ones in Redis (§17), and the address limit stage. A token's
+ * requests count against its user (the authorize stage); every other
+ * request that is counted at all counts against its client address, here,
+ * once its answer is known, so that guessing tokens or paths is limited too.
+ */
+import type { Config } from '../../config/config.ts';
+import { HttpError, problemResponse } from '../../http/problem.ts';
+import {
+  addressGroup,
+  createRateLimiter,
+  DEFAULT_MAX_KEYS,
+  rateLimitField,
+  type RateDecision,
+} from '../../http/rate-limit.ts';
+import { fieldsOf } from '../../http/response.ts';
+import type { LimitTable, SharedLimits } from '../../limits/shared-limits.ts';
+import type { HttpMetrics } from '../../metrics/http-metrics.ts';
+import { pass, type Stage } from '../compose.ts';
+import type { RouteSpec } from '../context.ts';
+import type { Exchange } from '../exchange.ts';
+
+export interface Limits {
+  /** The `RateLimit-Policy` field value. */
+  readonly policy: string;
+  /** Counts one request of `key` in `table`'s window; a refused one is counted in the metrics too. */
+  count(table: LimitTable, key: string): Promise<RateDecision>;
+  /** How `route` is limited (`RouteSpec.rateLimited`, with `'unless-token'` settled). */
+  limited(route: RouteSpec | undefined): boolean | 'never';
+}
+
+/** The limits of `config`; `undefined` when `RATE_LIMIT` is off. */
+export function createLimits(
+  config: Config,
+  metrics: HttpMetrics,
+  shared: SharedLimits | undefined,
+  maxKeys = DEFAULT_MAX_KEYS,
+): Limits | undefined {
+  if (config.rateLimit === undefined) return undefined;
+  // Two tables: a flood from new addresses fills only the addresses' one, and never pushes an authenticated
+  // user into its shared overflow window. Users need a token an admin made: ten times the room of addresses.
+  const tables = {
+    users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
+    addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
+  };
+  return {
+    policy: tables.users.policy,
+    async count(table, key) {
+      // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
+      const decision =
+        shared === undefined ? tables[table].consume(key) : await shared.consume(table, key, tables[table]);
+      if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
+      return decision;
+    },
+    // contract §13: GET /metrics is limited like any anonymous request, unless METRICS_TOKEN guards it.
+    limited: (route) =>
+      route?.rateLimited === 'unless-token' ? config.metricsToken === undefined : (route?.rateLimited ?? true),
+  };
+}
+
+/** Counts `key` in `table` and throws 429 past the limit; the decision is the exchange's. */
+export async function countOrRefuse(x: Exchange, limits: Limits, table: LimitTable, key: string): Promise<void> {
+  x.rate = await limits.count(table, key);
+  if (!x.rate.allowed) throw rateLimited(x.rate);
+}
+
+/**
+ * Counts a request that no route counted against its client address, and
+ * refuses it with 429 past the limit (401, 404, 405, 406, 413… included);
+ * then the `RateLimit` fields of the decision. Health checks are never
+ * counted; a route exempt from limits (GET /metrics) and a CORS preflight's
+ * 204 are not, but their refusals are.
+ */
+export function addressLimit(limits: Limits | undefined): Stage<Exchange> {
+  if (limits === undefined) return pass();
+  return async (x, next) => {
+    let response = await next();
+    const limited = limits.limited(x.route);
+    const exempt =
+      limited === 'never' ||
+      (response.status < 400 && (limited === false || (x.preflight && x.match?.kind === 'options')));
+    if (x.rate === undefined && !exempt) {
+      x.rate = await limits.count('addresses', addressGroup(x.address));
+      if (!x.rate.allowed) response = problemResponse(rateLimited(x.rate), x.path, x.requestId);
+    }
+    if (x.rate !== undefined) {
+      const headers = fieldsOf(response);
+      headers.set('ratelimit-policy', limits.policy);
+      headers.set('ratelimit', rateLimitField(x.rate));
+    }
+    return response;
+  };
+}
+
+function rateLimited(decision: RateDecision): HttpError {
+  return new HttpError(429, 'rate-limited', {
+    detail: `Too many requests; try again in ${decision.resetSeconds} s.`,
+    headers: { 'retry-after': String(decision.resetSeconds) },
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * The outermost stage (contract §13): every answer carries the request id,
+ * and every request gets one log line and is counted for `GET /metrics`,
+ * whatever happened inside.
+ */
+import type { Logger } from '../../base/logger.ts';
+import { fieldsOf } from '../../http/response.ts';
+import type { Router } from '../../http/router.ts';
+import type { HttpMetrics } from '../../metrics/http-metrics.ts';
+import type { Stage } from '../compose.ts';
+import type { RouteSpec } from '../context.ts';
+import type { Exchange } from '../exchange.ts';
+
+export function observe(log: Logger, metrics: HttpMetrics, router: Router<RouteSpec>): Stage<Exchange> {
+  return async (x, next) => {
+    const response = await next();
+    fieldsOf(response).set('x-request-id', x.requestId);
+    const seconds = (performance.now() - x.started) / 1000;
+    log.info('request', {
+      requestId: x.requestId,
+      method: x.request.method,
+      path: x.path,
+      status: x.aborted ? null : response.status,
+      ...(x.aborted ? { aborted: true } : {}),
+      durationMs: Math.round(seconds * 100_000) / 100,
+      userId: x.principal?.userId ?? null,
+      clientAddress: x.address,
+    });
+    metrics.request(patternOf(x, router), x.request.method, x.aborted ? undefined : response.status, seconds);
+    return response;
+  };
+}
+
+/**
+ * The route pattern a request is counted under: its route's, or its path's
+ * for 405 and OPTIONS; none for 404. A request refused before routing (413,
+ * 408, a client gone) is routed here, once, for its label.
+ */
+function patternOf(x: Exchange, router: Router<RouteSpec>): string | undefined {
+  const match = x.match ?? router.match(x.request.method, x.path);
+  return match.kind === 'not-found' ? undefined : match.pattern;
+}

@@ -1,0 +1,45 @@
+/**
+ * Every error thrown inside becomes an answer (contract §5; RFC 9457): an
+ * `HttpError` its problem response; a database out of reach 503 (§11); any
+ * other error 500, logged with its stack, never shown. A client gone before
+ * its body arrived reads no answer: its log line says so.
+ */
+import { errorFields, type Logger } from '../../base/logger.ts';
+import { ClientAbortError } from '../../http/body.ts';
+import { isDatabaseUnavailable, poolerHint } from '../../db/errors.ts';
+import { HttpError, internalError, problemResponse, unavailableError } from '../../http/problem.ts';
+import { bufferedResponse } from '../../http/response.ts';
+import type { Stage } from '../compose.ts';
+import type { Exchange } from '../exchange.ts';
+
+export function problems(log: Logger): Stage<Exchange> {
+  return async (x, next) => {
+    try {
+      return await next();
+    } catch (error) {
+      if (error instanceof ClientAbortError) {
+        x.aborted = true;
+        return bufferedResponse(null, { status: 400, headers: { connection: 'close' } });
+      }
+      return problemResponse(toHttpError(error, x, log), x.path, x.requestId);
+    }
+  };
+}
+
+function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
+  if (error instanceof HttpError) return error;
+  if (isDatabaseUnavailable(error)) {
+    log.warn('database unavailable', { requestId: x.requestId, ...errorFields(error) });
+    return unavailableError();
+  }
+  // contract §17: a pooler's refusal is a configuration mistake the log names.
+  const hint = poolerHint(error);
+  log.error('unhandled error', {
+    requestId: x.requestId,
+    method: x.request.method,
+    path: x.url.pathname,
+    ...errorFields(error),
+    ...(hint === undefined ? {} : { hint }),
+  });
+  return internalError();
+}
