@@ -15,6 +15,7 @@ import { seed } from '../../src/service/seed.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { createContract } from './contract.ts';
 import { AssertionError } from 'node:assert';
+import postgres from 'postgres';
 
 /** One contract for every server of a test file: the document is the same. */
 export const contract = createContract();
@@ -44,16 +45,15 @@ export async function startTestServer(
   webhooks?: StartOptions['webhooks'],
 ): Promise<TestServer> {
   const db = database ?? (await createTestDatabase());
+  // A run with DATABASE_READ_URL gives the test database's replica to every server whose test chose no databases.
+  const runReplica = db.readUrl !== undefined && env.DATABASE_URL === undefined && env.DATABASE_READ_URL === undefined;
   const config: Config = loadConfig({
     PORT: '0',
     LOG_LEVEL: 'info' satisfies LogLevel,
     RATE_LIMIT: 'off',
     // A run through a transaction-mode pooler (DB_PREPARE=off) reaches every server of the suite.
     ...(process.env.DB_PREPARE === undefined ? {} : { DB_PREPARE: process.env.DB_PREPARE }),
-    // The test database's replica (a run with DATABASE_READ_URL), unless the test chose its own databases.
-    ...(db.readUrl === undefined || env.DATABASE_URL !== undefined || env.DATABASE_READ_URL !== undefined
-      ? {}
-      : { DATABASE_READ_URL: db.readUrl }),
+    ...(runReplica ? { DATABASE_READ_URL: db.readUrl } : {}),
     ...env,
     DATABASE_URL: env.DATABASE_URL ?? db.url,
   });
@@ -64,12 +64,28 @@ export async function startTestServer(
   const server = await startServer(config, { log, ...(hooks ? { hooks } : {}), ...(webhooks ? { webhooks } : {}) });
   // The embedded database seeds itself when created; a real server's never does.
   if (!server.db.created) await seed(server.db);
+  // With the run's replica, a test's own writes around the service (SQL, users, tokens) reach the standby before
+  // its next GET or HEAD through `fetch`: the service promises read-your-writes for writes through the API only
+  // (test/replica.test.ts tests that promise, with replay paused).
+  const standby = runReplica ? postgres(db.readUrl as string, { max: 1, onnotice: () => {} }) : undefined;
+  const replayed = async () => {
+    if (standby === undefined) return;
+    const lsn = (await server.db.one<{ lsn: string }>('CurrentWalPosition'))?.lsn as string;
+    for (const deadline = Date.now() + 10_000; ; ) {
+      const [row] = await standby`SELECT pg_last_wal_replay_lsn() >= ${lsn}::pg_lsn AS done`;
+      if (row?.done === true) return;
+      if (Date.now() > deadline) throw new Error(`the standby did not replay ${lsn} within 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  };
   return {
     server,
     database: db,
     url: server.url,
     logs,
     async fetch(path, init) {
+      const method = init?.method ?? 'GET';
+      if (method === 'GET' || method === 'HEAD') await replayed();
       const response = await fetch(server.url + path, init);
       const body = await response.clone().text();
       const violations = contract.check(init?.method ?? 'GET', server.url + path, response, body);
@@ -90,6 +106,7 @@ export async function startTestServer(
       return { id: row.id, token, tokenId: record.id };
     },
     async close() {
+      await standby?.end();
       await server.close(1_000);
       if (database === undefined) await db.drop();
     },
