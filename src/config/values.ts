@@ -50,14 +50,21 @@ export function oneOf<T extends string>(env: Env, name: string, fallback: T, all
   return value as T;
 }
 
+/** `value` as a URL, `undefined` when it is none. */
+function parsedUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
 /** `DATABASE_URL`: a `postgres://` URL, `memory:`, or `undefined` for the embedded database in `DATA_DIR`. */
 export function databaseUrl(env: Env): string | undefined {
   const value = raw(env, 'DATABASE_URL');
   if (value === undefined || value === 'memory:') return value;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
+  const url = parsedUrl(value);
+  if (url === undefined) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
@@ -73,12 +80,7 @@ const REDIS_DATABASE = /^\/(?:[0-9]|1[0-5])?$/;
 export function redis(env: Env): string | undefined {
   const value = raw(env, 'REDIS_URL');
   if (value === undefined) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
+  const url = parsedUrl(value);
   const valid =
     url !== undefined &&
     (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
@@ -94,12 +96,7 @@ export function redis(env: Env): string | undefined {
 export function postgresUrl(env: Env, name: string): string | undefined {
   const value = raw(env, name);
   if (value === undefined) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(value);
-  } catch {
-    url = undefined;
-  }
+  const url = parsedUrl(value);
   if (url === undefined || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:'))
     throw new ConfigError(`${name} must be a postgres:// URL`);
   return value;

@@ -131,9 +131,17 @@ export function contextOf(x: Exchange): RequestContext {
     principal: x.principal,
     services: x.services,
     get db() {
-      if (x.savepoint !== undefined) return x.savepoint;
-      x.handle ??= x.source.handle();
-      return x.handle;
+      return dbOf(x);
     },
   };
+}
+
+/**
+ * The handle the request's statements go through: the savepoint of a keyed POST, else the request's own handle
+ * on `source`, taken when first reached for.
+ */
+export function dbOf(x: Exchange): Db {
+  if (x.savepoint !== undefined) return x.savepoint;
+  x.handle ??= x.source.handle();
+  return x.handle;
 }

@@ -9,7 +9,7 @@ import { fingerprint, parseIdempotencyKey } from '../../http/idempotency-key.ts'
 import { HttpError } from '../../http/problem.ts';
 import { finish } from '../../http/semantics.ts';
 import type { Stage } from '../compose.ts';
-import { contextOf, routeOf, type Exchange } from '../exchange.ts';
+import { dbOf, routeOf, type Exchange } from '../exchange.ts';
 import { runIdempotent } from '../idempotency.ts';
 
 export function idempotency(cacheMaxAge: number): Stage<Exchange> {
@@ -36,7 +36,7 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
     const options = { cache: 'no-store', contentType: x.contentType, cacheMaxAge } as const;
     const finishing = (response: Response) => finish(method, x.conditions ?? NO_CONDITIONS, response, options);
     return runIdempotent(
-      contextOf(x).db,
+      dbOf(x),
       request,
       (savepoint) => {
         x.savepoint = savepoint;
