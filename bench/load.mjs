@@ -9,6 +9,15 @@
 // primary's workers), divided by the responses completed. It is the cost a
 // change can be judged by on a noisy machine, where req/s moves with
 // whatever else runs.
+//
+// PostgreSQL's CPU time per request likewise: with `pg` ({ databaseUrl,
+// applicationName }), the backends of that application_name on that database
+// (pg_stat_activity: the connections of the process under load, which names
+// itself so) are found just before and just after the measured run, and the
+// utime + stime of each from /proc/<pid>/stat (the server is on this machine;
+// reading another user's /proc needs root) are summed: after minus before, a
+// backend that connected during the run counting from zero. A backend that
+// disconnected during the run is lost (counted in pgBackendsLost).
 import autocannon from 'autocannon';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +37,7 @@ const {
   body,
   freshIdempotencyKey,
   cpuPids = [],
+  pg,
 } = scenario;
 
 const CLOCK_TICKS = clockTicks();
@@ -37,6 +47,19 @@ function clockTicks() {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   } catch {
     return 100;
+  }
+}
+
+/** utime + stime in clock ticks of one process (all its threads); undefined when it is gone. */
+function ownTicks(pid) {
+  try {
+    // Fields after the command name, which may hold spaces: state is field 3,
+    // utime field 14, stime field 15 (proc(5)).
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
   }
 }
 
@@ -54,31 +77,61 @@ function cpuTicks(pids) {
     } catch {
       /* gone, or no children */
     }
-    for (const p of [pid, ...children]) {
-      try {
-        // Fields after the command name, which may hold spaces: state is
-        // field 3, utime field 14, stime field 15 (proc(5)).
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        ticks += Number(fields[11]) + Number(fields[12]);
-      } catch {
-        /* exited */
-      }
-    }
+    for (const p of [pid, ...children]) ticks += ownTicks(p) ?? 0;
   }
   return ticks;
 }
 
-/** Runs `measure` between two CPU readings; adds cpuMsPerRequest to its result. */
-async function measured(measure) {
-  const before = cpuTicks(cpuPids);
-  const result = await measure();
-  const cpuMs = ((cpuTicks(cpuPids) - before) * 1000) / CLOCK_TICKS;
-  return {
-    ...result,
-    cpuMsPerRequest:
-      cpuPids.length === 0 || result.requests === 0 ? null : Math.round((cpuMs / result.requests) * 1000) / 1000,
+/**
+ * The PostgreSQL backends serving `pg.applicationName`, read through a
+ * connection of their own (named apart, so never counted): returns a
+ * function that gives their CPU ticks now, per backend pid.
+ */
+async function backendReader() {
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(pg.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: 'bench-load' } });
+  const read = async () => {
+    const rows = await sql`
+      SELECT pid FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = ${pg.applicationName}`;
+    const ticks = new Map();
+    for (const { pid } of rows) {
+      const t = ownTicks(pid);
+      if (t !== undefined) ticks.set(pid, t);
+    }
+    return ticks;
   };
+  return { read, close: () => sql.end({ timeout: 5 }) };
+}
+
+const perRequest = (ms, requests) => (requests === 0 ? null : Math.round((ms / requests) * 1000) / 1000);
+
+/**
+ * Runs `measure` between two CPU readings; adds cpuMsPerRequest (the Node
+ * process) and, with `pg`, pgCpuMsPerRequest (its PostgreSQL backends).
+ */
+async function measured(measure) {
+  const backends = pg === undefined ? undefined : await backendReader();
+  try {
+    const pgBefore = await backends?.read();
+    const before = cpuTicks(cpuPids);
+    const result = await measure();
+    const cpuMs = ((cpuTicks(cpuPids) - before) * 1000) / CLOCK_TICKS;
+    const pgAfter = await backends?.read();
+    let pgCpu = {};
+    if (pgBefore !== undefined && pgAfter !== undefined) {
+      let ticks = 0;
+      for (const [pid, t] of pgAfter) ticks += t - (pgBefore.get(pid) ?? 0);
+      pgCpu = {
+        pgCpuMsPerRequest: pgAfter.size === 0 ? null : perRequest((ticks * 1000) / CLOCK_TICKS, result.requests),
+        pgBackends: pgAfter.size,
+        pgBackendsLost: [...pgBefore.keys()].filter((pid) => !pgAfter.has(pid)).length,
+      };
+    }
+    return { ...result, cpuMsPerRequest: cpuPids.length === 0 ? null : perRequest(cpuMs, result.requests), ...pgCpu };
+  } finally {
+    await backends?.close();
+  }
 }
 
 /** Requests answered 2xx or 304 count as successes; everything else, and socket errors, as errors. */

@@ -42,6 +42,37 @@ JOIN products p ON p.sku = (ARRAY[
   'PEN-002', 'CUP-001', 'TEA-001', 'COF-001', 'COF-002', 'SOC-001', 'CAP-001', 'PST-001', 'STK-001', 'LMP-001'
 ])[1 + ((o.id * 7 + k * 3) % 20)::integer];
 
+-- name: DeleteBenchPosts :one
+-- What earlier runs wrote, so that every run starts from the seeded data: the
+-- orders created through the API (scenario 4 and the body check: each has its
+-- order.created event, the seeded orders none) with their items and events,
+-- and the bench users' stored idempotency keys. Without it each run would add
+-- its POSTs' pending orders to scenario 2's list, which costs the peers (an
+-- exact count(*)) more with every run and the service (kept counts) nothing.
+-- The peers' own tables go too; they create them afresh at start. Returns
+-- how many orders went.
+WITH posted AS (
+  DELETE FROM orders o
+  USING events e
+  WHERE e.type = 'order.created' AND o.id = (e.data ->> 'id')::bigint
+    AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id)
+  RETURNING o.id
+),
+posted_events AS (
+  DELETE FROM events e
+  USING posted p
+  WHERE e.type = 'order.created' AND (e.data ->> 'id')::bigint = p.id
+),
+keys AS (
+  DELETE FROM idempotency_keys k
+  USING users u
+  WHERE k.user_id = u.id AND u.email LIKE 'bench-%'
+)
+SELECT count(*)::bigint AS n FROM posted;
+
+-- name: DropPeerTables :exec
+DROP TABLE IF EXISTS peer_idempotency_keys, peer_events, peer_order_items, peer_orders;
+
 -- name: PauseUpdatedAtTrigger :exec
 -- Setting the seeded totals is not a change a client made: keep updated_at.
 ALTER TABLE orders DISABLE TRIGGER orders_set_updated_at;

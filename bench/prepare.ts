@@ -1,0 +1,112 @@
+/**
+ * The benchmark's data (contract §14): creates the database DATABASE_URL
+ * names when missing, migrates it, seeds the demo catalog and
+ * `bench/seed.sql`'s customers and orders (only the missing ones), and
+ * returns the tokens and ids the scenarios need.
+ */
+import { readFileSync } from 'node:fs';
+import { createToken } from '../src/auth/token-store.ts';
+import { openDatabase, type Database } from '../src/db/database.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { seed } from '../src/service/seed.ts';
+import { parseStatements } from '../src/db/statements.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+const statements = new Map(
+  parseStatements(readFileSync(`${ROOT}bench/seed.sql`, 'utf8'), 'bench/seed.sql').map((s) => [s.name, s.text]),
+);
+const run = (db: Database, name: string, params: (string | number)[] = []) =>
+  db.sql.unsafe(statements.get(name) as string, params);
+/**
+ * Seeding statements run for minutes at 1,000,000 orders: without the
+ * service's 5 s statement timeout, in one transaction. Returns the last one's rows.
+ */
+const runLong = (db: Database, names: string[], params: (string | number)[] = []) =>
+  db.sql.begin(async (tx) => {
+    await tx.unsafe('SET LOCAL statement_timeout = 0');
+    let rows: unknown[] = [];
+    for (const name of names)
+      rows = await tx.unsafe(statements.get(name) as string, name === 'SeedBenchOrders' ? params : []);
+    return rows;
+  });
+
+/** VACUUM (ANALYZE) of the bench tables: outside a transaction, without the statement timeout. */
+async function vacuum(db: Database): Promise<void> {
+  const connection = await db.sql.reserve();
+  try {
+    await connection.unsafe('SET statement_timeout = 0');
+    await connection.unsafe(statements.get('VacuumBench') as string);
+  } finally {
+    connection.release();
+  }
+}
+
+export interface Prepared {
+  /** An admin's token (scenarios 1, 2, 3, 5). */
+  token: string;
+  /** A customer's token (scenario 4). */
+  customerToken: string;
+  customerId: number;
+  /** 2,000 random order ids (scenario 1 and the peers' GET). */
+  orderIds: number[];
+  /** The customer with the most orders of total ≥ 100 (scenario 5). */
+  busiest: number;
+}
+
+/** Creates the database `url` names when the server does not have it yet. */
+async function ensureDatabase(url: string, dataDir: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) return;
+  target.pathname = '/postgres';
+  const admin = await openDatabase({ databaseUrl: target.toString(), dataDir, poolMax: 1, stalledConnectionMs: 0 });
+  try {
+    const exists = await admin.sql`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+    if (exists.length === 0) {
+      process.stderr.write(`bench: creating the database ${name}\n`);
+      await admin.sql.unsafe(`CREATE DATABASE ${name}`);
+    }
+  } finally {
+    await admin.close();
+  }
+}
+
+/** Seeds `orders` orders on `databaseUrl` (the embedded database in `dataDir` when undefined). */
+export async function prepare(databaseUrl: string | undefined, dataDir: string, orders: number): Promise<Prepared> {
+  if (databaseUrl === undefined)
+    process.stderr.write(
+      `bench: DATABASE_URL is unset: using the embedded database in ${dataDir} (figures are not comparable to a ` +
+        'real server)\n',
+    );
+  else await ensureDatabase(databaseUrl, dataDir);
+  // Seeding lifts the statement timeout: no watchdog on these connections.
+  const db = await openDatabase({ databaseUrl, dataDir, poolMax: 4, stalledConnectionMs: 0 });
+  try {
+    await migrate(db);
+    await seed(db);
+    await run(db, 'SeedBenchUsers');
+    const [{ n: posted }] = (await runLong(db, ['DeleteBenchPosts'])) as unknown as [{ n: number }];
+    if (posted > 0) process.stderr.write(`bench: removed ${posted} orders earlier runs posted\n`);
+    await run(db, 'DropPeerTables');
+    const [{ n }] = (await run(db, 'CountBenchOrders')) as unknown as [{ n: number }];
+    if (n < orders) {
+      process.stderr.write(`bench: seeding ${orders - n} orders (have ${n})…\n`);
+      const started = performance.now();
+      for (let left = orders - n; left > 0; left -= 100_000)
+        await runLong(db, ['SeedBenchOrders'], [Math.min(left, 100_000)]);
+      await runLong(db, ['PauseUpdatedAtTrigger', 'SetBenchTotals', 'ResumeUpdatedAtTrigger']);
+      await vacuum(db);
+      process.stderr.write(`bench: seeded in ${Math.round((performance.now() - started) / 1000)} s\n`);
+    } else if (posted > 0) await vacuum(db);
+    const admin = await db.one<{ id: number }>('FindUserByEmail', ['bench-admin@example.com']);
+    const customer = await db.one<{ id: number }>('FindUserByEmail', ['bench-customer-1@example.com']);
+    const token = (await createToken(db, admin!.id, ['orders:read', 'orders:write'], 3600)).token;
+    const customerToken = (await createToken(db, customer!.id, ['orders:read', 'orders:write'], 3600)).token;
+    const orderIds = ((await run(db, 'SampleOrderIds')) as unknown as { id: number }[]).map((r) => r.id);
+    const [busiest] = (await run(db, 'BusiestCustomer')) as unknown as [{ id: number }];
+    return { token, customerToken, customerId: customer!.id, orderIds, busiest: busiest!.id };
+  } finally {
+    await db.close();
+  }
+}
