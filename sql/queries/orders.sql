@@ -15,43 +15,51 @@ WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: GetOrderJson :one
--- The order as API version $3 (1 or 2) represents it (contract §2), as JSON text
--- ready to send, with the revision for its entity tag: a GET sends the
--- database's bytes as they are, with no JSON parsing of the items, no Date
--- objects and no serializing in the service. The bytes are exactly those of
+-- The order as API version 1 represents it (contract §2), as JSON text ready
+-- to send, with the revision for its entity tag: a GET sends the database's
+-- bytes as they are, with no JSON parsing of the items, no Date objects and
+-- no serializing in the service. The bytes are exactly those of
 -- src/orders/representation.ts followed by JSON.stringify (test/order-json.test.ts
 -- compares them on both databases): the same keys in the same order, no
 -- whitespace (row_to_json, items joined with ","; json_agg adds spaces);
--- version 1 money as a JSON number in the decimal's shortest form
--- (trim_scale: 59.90 → 59.9, 10.00 → 10, exact for numeric(12,2) whatever
--- extra_float_digits says); version 2 money as {"amount":"59.90","currency":"EUR"};
--- times as Date.prototype.toISOString() writes them (UTC, milliseconds
+-- money as a JSON number in the decimal's shortest form (trim_scale: 59.90 →
+-- 59.9, 10.00 → 10, exact for numeric(12,2) whatever extra_float_digits
+-- says); times as Date.prototype.toISOString() writes them (UTC, milliseconds
 -- truncated as a Date truncates). Written out here rather than as an SQL
--- function: a function's body would be planned again on every call.
+-- function: a function's body would be planned again on every call. One
+-- statement per version (GetOrderJsonV2 below), not a CASE on the version:
+-- the executor sets up every branch of a CASE's subqueries on each run, and
+-- the unused version 2 branch cost a fifth of the statement's CPU (issue 26).
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
 SELECT o.revision,
-       CASE $3::int
-         WHEN 1 THEN (
-           SELECT row_to_json(r)::text
-           FROM (SELECT o.id, o.customer_id AS "customerId", o.status, o.currency, trim_scale(o.total) AS total,
-                        (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                         FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                      trim_scale(it.unit_price) AS "unitPrice"
-                               FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                        to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                        to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r)
-         ELSE (
-           SELECT row_to_json(r)::text
-           FROM (SELECT o.id, o.customer_id AS "customerId", o.status,
-                        (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
-                        (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                         FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                      (SELECT row_to_json(m)
-                                       FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
-                               FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                        to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                        to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r)
-       END AS body
+       (SELECT row_to_json(r)::text
+        FROM (SELECT o.id, o.customer_id AS "customerId", o.status, o.currency, trim_scale(o.total) AS total,
+                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
+                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
+                                   trim_scale(it.unit_price) AS "unitPrice"
+                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
+                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
+                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
+       ) AS body
+FROM orders o
+WHERE o.id = $1
+  AND ($2::bigint IS NULL OR o.customer_id = $2);
+
+-- name: GetOrderJsonV2 :one
+-- GetOrderJson for API version 2: money as {"amount":"59.90","currency":"EUR"},
+-- the rest as there. $1: order id; $2: the owning customer, or NULL (an admin).
+SELECT o.revision,
+       (SELECT row_to_json(r)::text
+        FROM (SELECT o.id, o.customer_id AS "customerId", o.status,
+                     (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
+                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
+                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
+                                   (SELECT row_to_json(m)
+                                    FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
+                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
+                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
+                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
+       ) AS body
 FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);

@@ -37,7 +37,10 @@ export async function getOrderJson(
   principal: Principal,
   version: Version,
 ): Promise<{ revision: number; body: string }> {
-  const row = await db.one<{ revision: number; body: string }>('GetOrderJson', [id, ownerLimit(principal), version]);
+  type Row = { revision: number; body: string };
+  const params = [id, ownerLimit(principal)];
+  // One statement per version: a CASE on the version would set up both versions' subqueries on every run.
+  const row = await (version === 1 ? db.one<Row>('GetOrderJson', params) : db.one<Row>('GetOrderJsonV2', params));
   if (row === undefined) throw notFound(id);
   return row;
 }
