@@ -72,9 +72,10 @@ describe('content negotiation and versions (contract §8)', () => {
   });
 
   it('says Vary: Accept, and Authorization where the answer depends on the caller', async () => {
-    assert.equal((await get(`/v2/orders/${orderId}`)).headers.get('vary'), 'Accept, Authorization');
-    assert.equal((await get('/v2/products/1', {}, undefined)).headers.get('vary'), 'Accept');
-    assert.equal((await get('/healthz', {}, undefined)).headers.get('vary'), null);
+    assert.equal((await get(`/v2/orders/${orderId}`)).headers.get('vary'), 'Accept, Authorization, Accept-Encoding');
+    assert.equal((await get('/v2/products/1', {}, undefined)).headers.get('vary'), 'Accept, Accept-Encoding');
+    // contract §16: every answer with a body, and every 304, varies by Accept-Encoding.
+    assert.equal((await get('/healthz', {}, undefined)).headers.get('vary'), 'Accept-Encoding');
   });
 
   it('marks every v1 response as deprecated, with the sunset and the successor, and no v2 response', async () => {
@@ -187,7 +188,7 @@ describe('ETag and If-None-Match (contract §9)', () => {
       assert.equal(response.status, 304, condition);
       assert.equal(response.headers.get('etag'), etag);
       assert.equal(response.headers.get('cache-control'), 'private, max-age=30');
-      assert.equal(response.headers.get('vary'), 'Accept, Authorization');
+      assert.equal(response.headers.get('vary'), 'Accept, Authorization, Accept-Encoding');
       assert.equal(response.headers.get('content-type'), null);
       assert.equal(await response.text(), '');
     }

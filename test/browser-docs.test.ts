@@ -78,6 +78,24 @@ describe('GET /docs in headless chromium', { skip: BROWSER_SKIP }, () => {
     ]);
   });
 
+  it('gets the page, its scripts and the document compressed, and renders them (contract §16)', async () => {
+    const fresh = await watchedPage(browser);
+    const codings = new Map<string, string | undefined>();
+    fresh.page.on('response', (response) => {
+      codings.set(new URL(response.url()).pathname, response.headers()['content-encoding']);
+    });
+    const response = await fresh.page.goto(`${t.url}/docs`);
+    assert.equal(response?.status(), 200);
+    await fresh.page.locator('.opblock').first().waitFor();
+    for (const path of ['/docs/swagger-ui-bundle.js', '/docs/swagger-ui.css', '/openapi.json'])
+      assert.match(String(codings.get(path)), /^(gzip|br)$/, `${path}: ${codings.get(path)}`);
+    // An image is sent as it is, and so is the page itself: under 1 KiB.
+    assert.equal(codings.get('/docs/favicon-32x32.png'), undefined);
+    assert.equal(codings.get('/docs'), undefined);
+    assert.deepEqual(fresh.errors, []);
+    await fresh.context.close();
+  });
+
   it('shows a problem page as HTML with its own style, which its Content-Security-Policy allows', async () => {
     const problem = await watchedPage(browser);
     const response = await problem.page.goto(`${t.url}/problems/order-not-payable`);

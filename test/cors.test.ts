@@ -215,7 +215,7 @@ describe('the pipeline with CORS_ORIGINS', () => {
       'access-control-allow-origin': APP,
       'access-control-expose-headers': EXPOSE_HEADERS,
     });
-    assert.equal(refused.headers.get('vary'), 'Accept, Origin');
+    assert.equal(refused.headers.get('vary'), 'Accept, Accept-Encoding, Origin');
   });
 
   it('adds nothing at all when CORS_ORIGINS is unset, whatever the request says', async () => {
@@ -226,7 +226,7 @@ describe('the pipeline with CORS_ORIGINS', () => {
     assert.equal(answered.headers.get('vary'), null);
     const read = await app(new Request('http://localhost/v2/things', { headers: { origin: APP } }), client);
     assert.deepEqual(corsFields(read), {});
-    assert.equal(read.headers.get('vary'), 'Accept');
+    assert.equal(read.headers.get('vary'), 'Accept, Accept-Encoding');
   });
 });
 
@@ -295,7 +295,7 @@ describe('CORS on the real server', () => {
       const response = await t.fetch('/v2/products/1', { headers: { origin: APP } });
       assert.equal(response.status, 200);
       assert.deepEqual(corsFields(response), expected);
-      assert.equal(response.headers.get('vary'), 'Accept, Origin');
+      assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding, Origin');
     });
 
     it('gets them on a 304', async () => {
@@ -303,21 +303,21 @@ describe('CORS on the real server', () => {
       const response = await t.fetch('/v2/products/1', { headers: { origin: APP, 'if-none-match': etag } });
       assert.equal(response.status, 304);
       assert.deepEqual(corsFields(response), expected);
-      assert.equal(response.headers.get('vary'), 'Accept, Origin');
+      assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding, Origin');
     });
 
     it('gets them on errors: 401, 404, 405', async () => {
       const unauthorized = await t.fetch('/v2/orders', { headers: { origin: APP } });
       assert.equal(unauthorized.status, 401);
       assert.deepEqual(corsFields(unauthorized), expected);
-      assert.equal(unauthorized.headers.get('vary'), 'Accept, Authorization, Origin');
+      assert.equal(unauthorized.headers.get('vary'), 'Accept, Authorization, Accept-Encoding, Origin');
       const missing = await t.fetch('/v2/products/999999', { headers: { origin: APP } });
       assert.equal(missing.status, 404);
       assert.deepEqual(corsFields(missing), expected);
       const wrongMethod = await t.fetch('/v2/products/1', { method: 'DELETE', headers: { origin: APP } });
       assert.equal(wrongMethod.status, 405);
       assert.deepEqual(corsFields(wrongMethod), expected);
-      assert.equal(wrongMethod.headers.get('vary'), 'Origin');
+      assert.equal(wrongMethod.headers.get('vary'), 'Accept-Encoding, Origin');
     });
 
     it('gets them on a write with a token, Location exposed', async () => {
@@ -338,7 +338,7 @@ describe('CORS on the real server', () => {
       const response = await t.fetch('/v2/products/1', { headers: { origin: OTHER } });
       assert.equal(response.status, 200);
       assert.deepEqual(corsFields(response), {});
-      assert.equal(response.headers.get('vary'), 'Accept, Origin');
+      assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding, Origin');
     });
 
     it('gets the ordinary OPTIONS answer to a preflight', async () => {
@@ -355,7 +355,7 @@ describe('CORS on the real server', () => {
     it('gets none with no Origin at all', async () => {
       const response = await t.fetch('/v2/products/1');
       assert.deepEqual(corsFields(response), {});
-      assert.equal(response.headers.get('vary'), 'Accept, Origin');
+      assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding, Origin');
     });
   });
 

@@ -16,6 +16,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseAuthorization, isWellFormedToken } from '../src/auth/tokens.ts';
 import { clientAddress, forwardedFor, trustedProxies, parseProxyEntry } from '../src/http/client-address.ts';
+import { negotiateCoding } from '../src/http/compression.ts';
 import { parseTagList } from '../src/http/conditional.ts';
 import { corsPolicy, parseOrigin } from '../src/http/cors.ts';
 import { parseIdempotencyKey } from '../src/http/idempotency-key.ts';
@@ -36,6 +37,7 @@ const anyOrigin = corsPolicy('*');
 const READERS: Record<string, (value: string) => unknown> = {
   'trimField (every field)': trimField,
   'parseAccept (Accept)': parseAccept,
+  'negotiateCoding (Accept-Encoding)': negotiateCoding,
   'negotiate (Accept)': (v) => negotiate(v, 1),
   'preferredType (Accept of the pages)': (v) => preferredType(v, ['text/html', 'text/markdown', 'application/json']),
   'parseTagList (If-None-Match, If-Match)': parseTagList,

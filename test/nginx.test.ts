@@ -198,6 +198,31 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     );
   });
 
+  it('keeps the codings of a stored answer apart (Vary: Accept-Encoding): each client gets its own', async () => {
+    const path = '/v2/products?pageSize=20';
+    const ask = (acceptEncoding?: string) =>
+      send(proxy.port, path, { headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding } });
+    const gzipped = await ask('gzip');
+    assert.equal(gzipped.status, 200);
+    assert.equal(gzipped.headers['content-encoding'], 'gzip');
+    assert.equal(gzipped.headers['x-cache-status'], 'MISS');
+    assert.match(String(gzipped.headers.vary), /Accept-Encoding/);
+    const plain = await ask();
+    assert.equal(plain.status, 200);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.headers['x-cache-status'], 'MISS');
+    assert.equal(JSON.parse(plain.body).data.length, 20);
+    const brotli = await ask('br');
+    assert.equal(brotli.headers['content-encoding'], 'br');
+    assert.equal(brotli.headers['x-cache-status'], 'MISS');
+    // Each coding is now stored under its own variant, with its own tag.
+    const tags = new Set([gzipped.headers.etag, plain.headers.etag, brotli.headers.etag]);
+    assert.equal(tags.size, 3);
+    const again = await ask();
+    assert.equal(again.headers['content-encoding'], undefined);
+    assert.equal(again.body, plain.body);
+  });
+
   it('never stores a private answer: both requests for an order reach the origin', async () => {
     const path = `/v2/orders/${order}`;
     const before = linesFor(origin, path).length;

@@ -52,12 +52,30 @@ function pathItem(path: string): [string, Json] | undefined {
   return matching[0] === undefined ? undefined : [matching[0], document.paths[matching[0]]];
 }
 
+/** `object`, or the entry of `components` its `$ref` names (responses and header fields are shared there). */
+function resolved(object: Json | undefined): Json | undefined {
+  const ref = object?.$ref;
+  if (typeof ref !== 'string') return object;
+  const [, , kind, name] = ref.split('/') as [string, string, string, string];
+  return document.components[kind][name];
+}
+
+/** The names (lower case) of the fields `response` says are on every such answer (`required: true`). */
+function requiredFields(response: Json): string[] {
+  return Object.entries(response.headers ?? {})
+    .filter(([, field]) => resolved(field as Json)?.required === true)
+    .map(([name]) => name.toLowerCase());
+}
+
 /**
  * The fields of `sample` that the document does not list for its operation
- * and status, one line each. An answer of a method the path does not take
- * (405) is held against every operation of the path that lists 405.
+ * and status, and the fields it says are on every such answer that `sample`
+ * lacks, one line each (`excused`: fields configured away for this server,
+ * such as the rate-limit fields of a CORS preflight). An answer of a method
+ * the path does not take (405) is held against every operation of the path
+ * that lists 405.
  */
-function undocumented(sample: Sample): string[] {
+function undocumented(sample: Sample, excused: readonly string[] = []): string[] {
   const at = `${sample.method} ${sample.path} → ${sample.status}`;
   const found = pathItem(sample.path.split('?')[0] as string);
   if (found === undefined) return [`${at}: no path of the document`];
@@ -70,7 +88,7 @@ function undocumented(sample: Sample): string[] {
   if (operations.length === 0) return [`${at}: no operation of ${template} lists ${sample.status}`];
   const lines: string[] = [];
   for (const [method, op] of operations) {
-    const response = op.responses[String(sample.status)];
+    const response = resolved(op.responses[String(sample.status)]);
     if (response === undefined) {
       lines.push(`${at}: ${method} ${template} does not list ${sample.status}`);
       continue;
@@ -79,6 +97,10 @@ function undocumented(sample: Sample): string[] {
     for (const field of sample.fields) {
       if (!GENERIC.has(field) && !documented.has(field))
         lines.push(`${at}: ${field} is not documented for ${method} ${template} ${sample.status}`);
+    }
+    for (const field of requiredFields(response)) {
+      if (!sample.fields.includes(field) && !excused.includes(field))
+        lines.push(`${at}: lacks ${field}, required for ${method} ${template} ${sample.status}`);
     }
   }
   return lines;
@@ -103,7 +125,12 @@ function assertDocumented(
     samples.map((s) => `${s.method} ${s.path} → ${s.status}`),
     samples.map((s, i) => `${s.method} ${s.path} → ${statuses[i]}`),
   );
-  assert.deepEqual(samples.flatMap(undocumented), []);
+  // Not counted (a CORS preflight), an answer lacks the rate-limit fields the default configuration sends.
+  const excused = options?.rateLimited === false ? ['ratelimit', 'ratelimit-policy'] : [];
+  assert.deepEqual(
+    samples.flatMap((s) => undocumented(s, excused)),
+    [],
+  );
   assert.deepEqual(
     samples.flatMap((s) => missing(s, options)),
     [],
@@ -281,8 +308,41 @@ describe('the headers of GET /openapi.json against the wire', () => {
     const samples = [
       await answer(t, '/openapi.json', { method: 'HEAD' }),
       await answer(t, '/healthz', { method: 'OPTIONS' }),
+      // Refused before its route is found, a health check's 405 is counted like any request.
+      await answer(t, '/healthz', { method: 'DELETE' }),
     ];
-    assertDocumented(samples, [200, 204]);
+    assertDocumented(samples, [200, 204, 405]);
+  });
+
+  it('the pages, the metrics and the document: each media type, coded and not, HEAD, and 304', async () => {
+    const coded = (coding: string, extra: Record<string, string> = {}) => ({
+      headers: { 'accept-encoding': coding, ...extra },
+    });
+    const tagOf = async (path: string, init: RequestInit = {}) =>
+      (await t.fetch(path, init)).headers.get('etag') as string;
+    const json = { accept: 'application/json' };
+    const samples = [
+      await answer(t, '/', coded('identity')),
+      await answer(t, '/docs', coded('gzip')),
+      await answer(t, '/docs/swagger-ui.css', coded('br')),
+      await answer(t, '/docs/favicon-32x32.png', coded('gzip')),
+      await answer(t, '/docs/init.js', { method: 'HEAD' }),
+      await answer(t, '/problems/not-found'),
+      await answer(t, '/problems/not-found', { headers: { accept: 'text/markdown' } }),
+      await answer(t, '/problems/not-found', coded('gzip', json)),
+      await answer(t, '/metrics', coded('gzip')),
+      await answer(t, '/openapi.json', coded('gzip')),
+      await answer(t, '/v2/products', coded('br')),
+      await answer(t, '/', { headers: { 'if-none-match': await tagOf('/') } }),
+      await answer(t, '/docs', coded('gzip', { 'if-none-match': await tagOf('/docs', coded('gzip')) })),
+      await answer(t, '/problems/not-found', {
+        headers: { ...json, 'if-none-match': await tagOf('/problems/not-found', { headers: json }) },
+      }),
+      await answer(t, '/openapi.json', coded('gzip', { 'if-none-match': await tagOf('/openapi.json', coded('gzip')) })),
+    ];
+    assertDocumented(samples, [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 304, 304, 304, 304]);
+    // The big answers went coded: Content-Encoding, and its ETag, are checked against the document too.
+    for (const i of [2, 9]) assert.ok(samples[i]!.fields.includes('content-encoding'), samples[i]!.path);
   });
 
   it('OPTIONS on every path of the document: 204 with the Allow it documents, every field documented', async () => {

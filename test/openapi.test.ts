@@ -17,18 +17,37 @@ let t: TestServer;
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document, walked generically as untyped JSON
 type Json = Record<string, any>;
 let document: Json;
+/** The document with every shared response, parameter and field written where it is used, as a reader sees it. */
+let inlined: Json;
 before(async () => {
   t = await startTestServer();
   const response = await t.fetch('/openapi.json');
   assert.equal(response.status, 200);
   assert.equal(response.headers.get('content-type'), 'application/json');
   document = await response.json();
+  inlined = inline(document);
 });
 after(async () => {
   await t.close();
 });
 
 const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'];
+
+/** `document` with each `$ref` to `components.responses`, `.parameters` or `.headers` replaced by what it names. */
+function inline(document: Json): Json {
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk);
+    if (value === null || typeof value !== 'object') return value;
+    const ref = (value as Json).$ref;
+    const shared = typeof ref === 'string' && /^#\/components\/(responses|parameters|headers)\//.test(ref);
+    if (shared) {
+      const [, , kind, name] = ref.split('/') as [string, string, string, string];
+      return walk(document.components[kind][name]);
+    }
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, walk(inner)]));
+  };
+  return { ...document, paths: walk(document.paths) };
+}
 
 describe('GET /openapi.json', () => {
   it('is the document built from the routes, without a token', () => {
@@ -78,7 +97,7 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents every query parameter a collection accepts, with its rules', () => {
-    const list = document.paths['/v2/orders'].get.parameters.filter((p: { in: string }) => p.in === 'query');
+    const list = inlined.paths['/v2/orders'].get.parameters.filter((p: { in: string }) => p.in === 'query');
     assert.deepEqual(
       list.map((p: { name: string }) => p.name),
       ['page', 'pageSize', 'sort', 'cursor', 'status', 'customerId', 'minTotal'],
@@ -89,7 +108,7 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents the problem types, the headers and the idempotency key', () => {
-    const pay = document.paths['/v2/payments'].post;
+    const pay = inlined.paths['/v2/payments'].post;
     assert.match(pay.responses['409'].description, /\/problems\/order-not-payable/);
     assert.match(pay.responses['409'].description, /\/problems\/idempotency-key-in-use/);
     assert.ok(pay.responses['409'].headers['Retry-After']);
@@ -98,18 +117,22 @@ describe('GET /openapi.json', () => {
     assert.equal(pay.parameters.find((p: { name: string }) => p.name === 'Idempotency-Key').required, true);
     assert.deepEqual(Object.keys(pay.requestBody.content), ['application/json', 'application/vnd.orders.v2+json']);
     assert.equal(pay.requestBody.content['application/json'].schema.$ref, '#/components/schemas/NewPaymentV2');
-    const v1 = document.paths['/v1/orders/{id}'].get.responses['200'].headers;
+    const v1 = inlined.paths['/v1/orders/{id}'].get.responses['200'].headers;
     for (const h of ['ETag', 'Deprecation', 'Sunset', 'Link', 'RateLimit', 'RateLimit-Policy']) assert.ok(v1[h], h);
-    assert.ok(document.paths['/v1/orders/{id}'].patch.parameters.some((p: { name: string }) => p.name === 'If-Match'));
-    assert.ok(document.paths['/v1/orders/{id}'].patch.responses['412']);
+    assert.ok(inlined.paths['/v1/orders/{id}'].patch.parameters.some((p: { name: string }) => p.name === 'If-Match'));
+    assert.ok(inlined.paths['/v1/orders/{id}'].patch.responses['412']);
     assert.equal(document.components.securitySchemes.bearer.scheme, 'bearer');
   });
 });
 
+/** The fields of a response's `headers`, each `Name`, or `Name (required)` when on every such answer. */
+const described = (headers: Record<string, { required?: boolean }>): string[] =>
+  Object.entries(headers).map(([name, field]) => (field.required === true ? `${name} (required)` : name));
+
 describe('the completeness of the document (contract §16)', () => {
   /** Every operation of the document, OPTIONS included, with its path and method. */
   const operations = () =>
-    Object.entries(document.paths as Record<string, Json>).flatMap(([path, item]) =>
+    Object.entries(inlined.paths as Record<string, Json>).flatMap(([path, item]) =>
       Object.entries(item).map(([method, op]) => ({ where: `${method} ${path}`, path, method, op })),
     );
 
@@ -132,7 +155,7 @@ describe('the completeness of the document (contract §16)', () => {
   });
 
   it('describes OPTIONS on every path: public, 204 with Allow, and Accept-Patch where PATCH is', () => {
-    for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
+    for (const [path, item] of Object.entries(inlined.paths as Record<string, Json>)) {
       const options = item.options;
       assert.ok(options, `OPTIONS ${path}`);
       assert.deepEqual(options.security, [], path);
@@ -141,12 +164,12 @@ describe('the completeness of the document (contract §16)', () => {
       assert.ok(fields.includes('Allow'), path);
       assert.equal(fields.includes('Accept-Patch'), item.patch !== undefined, path);
     }
-    assert.deepEqual(Object.keys(document.paths['/v2/orders/{id}'].options.responses['204'].headers), [
-      'Allow',
-      'Accept-Patch',
-      'X-Request-Id',
-      'RateLimit',
-      'RateLimit-Policy',
+    assert.deepEqual(described(inlined.paths['/v2/orders/{id}'].options.responses['204'].headers), [
+      'Allow (required)',
+      'Accept-Patch (required)',
+      'X-Request-Id (required)',
+      'RateLimit (required)',
+      'RateLimit-Policy (required)',
       'Vary',
       'Access-Control-Allow-Origin',
       'Access-Control-Expose-Headers',
@@ -162,8 +185,8 @@ describe('the completeness of the document (contract §16)', () => {
       for (const [status, response] of Object.entries(
         op.responses as Record<string, { headers: Record<string, unknown> }>,
       )) {
-        // contract §10: health checks are never rate limited (but a 408 or 413 comes before the route is known).
-        const probe = (path === '/healthz' || path === '/readyz') && status !== '408' && status !== '413';
+        // contract §10: health checks are never rate limited (but a 405, 408 or 413 comes before the route is known).
+        const probe = (path === '/healthz' || path === '/readyz') && !['405', '408', '413'].includes(status);
         const expected = ['X-Request-Id', 'Vary', 'Access-Control-Allow-Origin'];
         if (!probe || where.startsWith('options ')) expected.push('RateLimit', 'RateLimit-Policy');
         // 408 and 413 are refused while the body is read, before the path tells the version.
@@ -173,20 +196,21 @@ describe('the completeness of the document (contract §16)', () => {
       }
     }
     assert.deepEqual(lacking, []);
-    assert.deepEqual(Object.keys(document.paths['/v1/orders'].post.responses['413'].headers), [
-      'X-Request-Id',
-      'Cache-Control',
-      'RateLimit',
-      'RateLimit-Policy',
-      'Vary',
+    assert.deepEqual(described(inlined.paths['/v1/orders'].post.responses['413'].headers), [
+      'X-Request-Id (required)',
+      'Cache-Control (required)',
+      'RateLimit (required)',
+      'RateLimit-Policy (required)',
+      'Vary (required)',
       'Access-Control-Allow-Origin',
       'Access-Control-Expose-Headers',
+      'Content-Encoding',
     ]);
   });
 
   it('lists Retry-After on 429, 503, 409 in-use; WWW-Authenticate on 401, 403; Idempotent-Replayed on replays', () => {
     const fieldsOf = (path: string, method: string, status: string) =>
-      Object.keys(document.paths[path][method].responses[status].headers);
+      Object.keys(inlined.paths[path][method].responses[status].headers);
     for (const version of ['/v1', '/v2']) {
       assert.ok(fieldsOf(`${version}/orders`, 'get', '429').includes('Retry-After'));
       assert.ok(fieldsOf(`${version}/orders`, 'get', '503').includes('Retry-After'));
@@ -202,30 +226,33 @@ describe('the completeness of the document (contract §16)', () => {
       assert.ok(fieldsOf(`${version}/orders/{id}`, 'patch', '415').includes('Accept-Patch'));
       assert.ok(!fieldsOf(`${version}/orders/{id}`, 'put', '415').includes('Accept-Patch'));
     }
-    assert.deepEqual(fieldsOf('/v2/payments', 'post', '201'), [
-      'Cache-Control',
-      'X-Request-Id',
-      'RateLimit',
-      'RateLimit-Policy',
-      'Vary',
+    const describedOf = (path: string, method: string, status: string) =>
+      described(inlined.paths[path][method].responses[status].headers);
+    assert.deepEqual(describedOf('/v2/payments', 'post', '201'), [
+      'Cache-Control (required)',
+      'X-Request-Id (required)',
+      'RateLimit (required)',
+      'RateLimit-Policy (required)',
+      'Vary (required)',
       'Access-Control-Allow-Origin',
       'Access-Control-Expose-Headers',
-      'ETag',
-      'Location',
+      'ETag (required)',
+      'Location (required)',
       'Idempotent-Replayed',
+      'Content-Encoding',
     ]);
-    assert.deepEqual(fieldsOf('/v1/products/{id}', 'get', '304'), [
-      'ETag',
-      'Cache-Control',
-      'X-Request-Id',
-      'RateLimit',
-      'RateLimit-Policy',
-      'Vary',
+    assert.deepEqual(describedOf('/v1/products/{id}', 'get', '304'), [
+      'ETag (required)',
+      'Cache-Control (required)',
+      'X-Request-Id (required)',
+      'RateLimit (required)',
+      'RateLimit-Policy (required)',
+      'Vary (required)',
       'Access-Control-Allow-Origin',
       'Access-Control-Expose-Headers',
-      'Deprecation',
-      'Sunset',
-      'Link',
+      'Deprecation (required)',
+      'Sunset (required)',
+      'Link (required)',
     ]);
   });
 });

@@ -18,7 +18,7 @@ import {
 } from '../http/list-query.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { EVENT, EVENT_TYPES, eventRepresentation, type EventRow, type EventType } from './outbox.ts';
-import { ID_SCHEMA, Id, named } from '../openapi/atoms.ts';
+import { ID_SCHEMA, Id, named, stringEnum } from '../openapi/atoms.ts';
 
 const type: FilterParser<EventType> = (value) =>
   (EVENT_TYPES as readonly string[]).includes(value)
@@ -111,7 +111,7 @@ export const eventRoutes: readonly RouteSpec[] = [
       success: { status: 200, schema: EVENT_PAGE },
       query: {
         after: { description: 'the id of the last event read; omit to start at the oldest kept', schema: ID_SCHEMA },
-        type: { description: 'only events of this type', schema: { type: 'string', enum: [...EVENT_TYPES] } },
+        type: { description: 'only events of this type', schema: stringEnum(EVENT_TYPES) },
         pageSize: {
           description: 'events per page',
           schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },

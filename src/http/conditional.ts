@@ -2,6 +2,7 @@
  * Entity tags and conditional requests (contract §9; RFC 9110 §8.8.3, §13). Pure.
  */
 import { createHash } from 'node:crypto';
+import { tagMatches } from './compression.ts';
 import { HttpError } from './problem.ts';
 
 /**
@@ -49,20 +50,22 @@ export function parseTagList(value: string | null): TagList | null | undefined {
 
 /**
  * `If-None-Match` (RFC 9110 §13.1.2): true when `current` matches, so a GET
- * or HEAD is answered 304. Weak comparison: `W/"x"` matches `"x"`.
+ * or HEAD is answered 304. Weak comparison: `W/"x"` matches `"x"`. A tag of
+ * `current`'s representation in a content coding (`"x-gzip"`) matches too.
  */
 export function noneMatchHits(list: TagList, current: string): boolean {
   if (list === '*') return true;
-  return list.some((tag) => tag.opaque === current);
+  return list.some((tag) => tagMatches(tag.opaque, current));
 }
 
 /**
  * `If-Match` (RFC 9110 §13.1.1): true when the precondition holds. Strong
  * comparison: a weak tag never matches. `*` matches any current representation.
+ * A client that read the representation gzip-coded names it by that tag: it matches.
  */
 export function matchHolds(list: TagList, current: string): boolean {
   if (list === '*') return true;
-  return list.some((tag) => !tag.weak && tag.opaque === current);
+  return list.some((tag) => !tag.weak && tagMatches(tag.opaque, current));
 }
 
 /** A request's conditions (contract §9), each field parsed once, by the pipeline, before any handler runs. */

@@ -32,9 +32,24 @@ export const Id = idOf();
 /** An id as a JSON Schema, for query parameters and path segments: the rule of `Id`. */
 export const ID_SCHEMA = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
+/**
+ * Keywords for the document only: a valibot action that validates nothing,
+ * whose members `toJsonSchemaDefs()` copies into the schema (a `format`, the
+ * `maxLength` a pattern already implies). The rule itself stays the schema's.
+ */
+export function documented<T>(keywords: Readonly<Record<string, unknown>>) {
+  return v.metadata<T, Readonly<Record<string, unknown>>>(keywords);
+}
+
+/** A string that is one of `values`, as a JSON Schema, with the length of the longest: a request string's bound. */
+export function stringEnum(values: readonly string[]) {
+  return { type: 'string', enum: [...values], maxLength: Math.max(...values.map((value) => value.length)) } as const;
+}
+
 export const Timestamp = v.pipe(
   v.string(),
   v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+  documented<string>({ format: 'date-time' }),
   v.description('RFC 3339, UTC, with milliseconds'),
 );
 export const Currency = v.pipe(v.string(), v.regex(/^[A-Z]{3}$/), v.description('ISO 4217 code'));

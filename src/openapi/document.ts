@@ -5,15 +5,16 @@
  * responses: never a second, hand-kept copy. Every route appears, under
  * `/v1` and `/v2` when it is versioned, with its parameters, bodies,
  * responses, problem types, headers and security, and every path with its
- * OPTIONS. Each response lists every field the service may send on it
- * (test/openapi-headers.test.ts compares them with the wire), and the
- * document lints clean under Redocly's recommended rules
- * (test/openapi-lint.test.ts).
+ * OPTIONS. Each response lists every field the service may send on it,
+ * those on every such answer `required` (test/openapi-headers.test.ts
+ * compares them with the wire); what many operations share is written once
+ * in `components` (components.ts); and the document lints clean under
+ * Redocly's recommended rules (test/openapi-lint.test.ts).
  *
  * A route provides only its own facts in `doc`: a summary and a
  * description (required: `buildOpenApi()` throws without one), its success
- * status and schema, body, list rules, query parameters, `ifMatch` and its
- * own problems. Everything that follows from its kind (auth, version,
+ * status, schema, other media types and own fields, body, list rules, path
+ * and query parameters, `ifMatch` and its own problems. Everything that follows from its kind (auth, version,
  * method, body) and from the pipeline is added by `operation()`
  * (operations.ts), for every route alike.
  */
@@ -24,9 +25,9 @@ import { SCOPES } from '../auth/tokens.ts';
 import type { Version } from '../http/negotiation.ts';
 import { Problem } from './atoms.ts';
 import { OpenApiError } from './errors.ts';
+import { createComponents } from './components.ts';
 import { operation, optionsOperation } from './operations.ts';
 import { openApiPath } from './parameters.ts';
-import { HEADERS } from './response-fields.ts';
 
 type Json = Record<string, unknown>;
 
@@ -72,8 +73,9 @@ export const LICENSE = {
 
 /** Builds the document for `routes`; throws `OpenApiError` when a route's documentation is incomplete. */
 export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
+  const components = createComponents();
   const paths: Record<string, Json> = {};
-  const patterns = new Map<string, { pattern: string; version: Version | undefined }>();
+  const patterns = new Map<string, { route: DocumentedRoute; version: Version | undefined }>();
   for (const route of routes) {
     const versions: (Version | undefined)[] = route.versioned === false ? [undefined] : [1, 2];
     for (const version of versions) {
@@ -81,20 +83,21 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
       const item = paths[path] ?? {};
       paths[path] = item;
       const method = route.method.toLowerCase();
-      item[method] = operation(route, method, version);
-      if (route.method === 'GET') item.head = operation(route, 'head', version);
-      patterns.set(path, { pattern: route.pattern, version });
+      item[method] = operation(route, method, version, components);
+      if (route.method === 'GET') item.head = operation(route, 'head', version, components);
+      patterns.set(path, { route, version });
     }
   }
-  for (const [path, { pattern, version }] of patterns) {
+  for (const [path, { route, version }] of patterns) {
     const item = paths[path] as Json;
-    item.options = optionsOperation(pattern, version, item.patch !== undefined);
+    item.options = optionsOperation(route, version, item.patch !== undefined, components);
   }
   const schemas = toJsonSchemaDefs(namedSchemas(routes), {
     target: 'draft-2020-12',
     errorMode: 'ignore',
     overrideRef: (context) => `#/components/schemas/${context.referenceId}`,
   });
+  const { responses, parameters, headers } = components.sections();
   return {
     openapi: '3.1.0',
     info: {
@@ -110,6 +113,11 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
         'Every response lists the fields it may carry: X-Request-Id and the rate-limit fields on every one ' +
           '(RATE_LIMIT on, the default),',
         'Deprecation, Sunset and a successor-version Link on version 1, and the CORS fields once CORS_ORIGINS is set.',
+        'A field marked required is on every such answer in the default configuration, which this document ' +
+          'describes: RATE_LIMIT on, CORS_ORIGINS and METRICS_TOKEN unset. RATE_LIMIT=off removes the rate-limit ' +
+          'fields; a CORS preflight, and with METRICS_TOKEN a successful GET /metrics, are not counted and carry none.',
+        'Answers of 1 KiB or more in a text or JSON type are compressed (gzip or br) when Accept-Encoding allows; ' +
+          'each coding has its own ETag.',
       ].join(' '),
       // package.json says UNLICENSED: no licence is granted, and the document says so rather than naming one.
       license: LICENSE,
@@ -123,7 +131,9 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
     paths,
     components: {
       schemas,
-      headers: HEADERS,
+      responses,
+      parameters,
+      headers,
       securitySchemes: {
         bearer: {
           type: 'http',

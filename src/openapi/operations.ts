@@ -7,11 +7,12 @@
  */
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
 import { isStored } from '../http/idempotency-key.ts';
-import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
-import { Problem } from './atoms.ts';
+import type { ProblemSlug } from '../http/problem.ts';
+import type { Components } from './components.ts';
 import { OpenApiError } from './errors.ts';
-import { openApiPath, parameters, pathParameters } from './parameters.ts';
-import { BEFORE_ROUTING, fields, pipelineFields, PREFLIGHT_FIELDS, PROBLEM_FIELDS } from './response-fields.ts';
+import { openApiPath, parameters, pathParameters, requestIdParameter } from './parameters.ts';
+import { always, type Field, fields, pipelineFields, sometimes } from './response-fields.ts';
+import { notModifiedResponse, optionsResponse, problemResponse } from './responses.ts';
 import type { DocumentedRoute, NamedSchema, RouteDoc, VersionedSchema } from './types.ts';
 
 type Json = Record<string, unknown>;
@@ -19,32 +20,6 @@ type Json = Record<string, unknown>;
 const ref = (schema: NamedSchema) => ({ $ref: `#/components/schemas/${schema.name}` });
 const schemaFor = (schema: VersionedSchema, version: Version | undefined): NamedSchema =>
   'name' in schema ? schema : version === 2 ? schema.v2 : schema.v1;
-
-/** The response of a status whose problem types are `slugs`; `replayable` when it is stored under a key. */
-function problemResponse(
-  route: DocumentedRoute | undefined,
-  version: Version | undefined,
-  slugs: readonly ProblemSlug[],
-  replayable: boolean,
-): Json {
-  const description = slugs.map((slug) => `\`/problems/${slug}\`: ${PROBLEM_TITLES[slug]}`).join('; ');
-  const names = ['Cache-Control'];
-  for (const slug of slugs) {
-    const routed = !BEFORE_ROUTING.has(slug);
-    // Refused before routing, a health check is counted like any request: its route is not known yet.
-    const limited = !routed || route?.rateLimited !== 'never';
-    names.push(...pipelineFields(version, routed, limited), ...(PROBLEM_FIELDS[slug] ?? []));
-    if (slug === 'unsupported-media-type' && route?.method === 'PATCH') names.push('Accept-Patch');
-    // contract §4: a coded request body is refused before its media type is looked at.
-    if (slug === 'unsupported-media-type') names.push('Accept-Encoding');
-  }
-  if (replayable) names.push('Idempotent-Replayed');
-  return {
-    description,
-    headers: fields(['X-Request-Id', ...names]),
-    content: { [PROBLEM_CONTENT_TYPE]: { schema: ref(Problem) } },
-  };
-}
 
 /** The refusals a route has by its kind (auth, version, body, list…), and its own. */
 function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<number, ProblemSlug[]> {
@@ -91,37 +66,60 @@ function operationId(method: string, version: Version | undefined, pattern: stri
   return `${method}${version ? `V${version}` : ''}${words.join('')}`;
 }
 
+/** The body of `route`'s success in `version`, by media type: its own types first, then JSON. */
+function successContent(route: DocumentedRoute, version: Version | undefined): Json | undefined {
+  const { media, schema } = route.doc.success;
+  const content: Json = {};
+  for (const [type, typeSchema] of Object.entries(media ?? {})) content[type] = { schema: typeSchema };
+  if (schema) {
+    const named = ref(schemaFor(schema, version));
+    for (const type of version === undefined ? [JSON_TYPE] : [JSON_TYPE, VENDOR_TYPES[version]])
+      content[type] = { schema: named };
+  }
+  return Object.keys(content).length === 0 ? undefined : content;
+}
+
+/** The success of `route` for `method` (`head` for a GET's HEAD: its fields, without the body). */
+function success(route: DocumentedRoute, method: string, version: Version | undefined, components: Components): Json {
+  const { doc } = route;
+  const list: Field[] = [...always('Cache-Control'), ...pipelineFields(version, true, route.rateLimited !== 'never')];
+  const content = successContent(route, version);
+  // Vary: Accept where the route negotiates, Authorization where it authenticates, on every answer it routes (the
+  // fields stage); Accept-Encoding on every answer with content (the compression stage).
+  if (content !== undefined || route.versioned !== false || route.auth !== 'public') list.push(...always('Vary'));
+  if (doc.success.status !== 204) list.push(...always('ETag'));
+  if (doc.success.status === 201) list.push(...always('Location'));
+  if (doc.list || doc.query) list.push(...always('Link'));
+  if (route.method === 'POST' && route.auth !== 'public') list.push(...sometimes('Idempotent-Replayed'));
+  for (const [name, onEvery] of Object.entries(doc.success.fields ?? {}))
+    list.push(...(onEvery ? always(name) : sometimes(name)));
+  if (content !== undefined) list.push(...sometimes('Content-Encoding'));
+  const ok: Json = { description: doc.summary, headers: fields(list, components) };
+  if (content !== undefined && method !== 'head') ok.content = content;
+  return ok;
+}
+
 /** The operation of `route` for `method` (`head` for a GET's HEAD) in `version` (none: unversioned). */
-export function operation(route: DocumentedRoute, method: string, version: Version | undefined): Json {
+export function operation(
+  route: DocumentedRoute,
+  method: string,
+  version: Version | undefined,
+  components: Components,
+): Json {
   const { doc } = route;
   // contract §16: every operation says what it does beyond its summary; a route without it is a mistake at start-up.
   if (!doc.description?.trim())
     throw new OpenApiError(`${route.method} ${route.pattern}: doc.description is missing (every operation needs one)`);
   const keyed = route.method === 'POST' && route.auth !== 'public';
   const limited = route.rateLimited !== 'never';
-  const success = ['Cache-Control', ...pipelineFields(version, true, limited)];
-  if (doc.success.status !== 204) success.push('ETag');
-  if (doc.success.status === 201) success.push('Location');
-  if (doc.list || doc.query) success.push('Link');
-  if (keyed) success.push('Idempotent-Replayed');
-  const ok: Json = { description: doc.summary, headers: fields(success) };
-  if (doc.success.schema && method !== 'head') {
-    const schema = ref(schemaFor(doc.success.schema, version));
-    const types = version === undefined ? [JSON_TYPE] : [JSON_TYPE, VENDOR_TYPES[version]];
-    ok.content = Object.fromEntries(types.map((t) => [t, { schema }]));
-  }
-  const responses: Json = { [String(doc.success.status)]: ok };
-  if (route.method === 'GET') {
-    // RFC 9110 §15.4.5: the 200's ETag, Cache-Control and Vary, and what the pipeline adds to every answer.
-    responses['304'] = {
-      description: 'Not modified: If-None-Match matched.',
-      headers: fields(['ETag', 'Cache-Control', ...pipelineFields(version, true, limited)]),
-    };
-  }
+  const responses: Json = { [String(doc.success.status)]: success(route, method, version, components) };
+  if (route.method === 'GET') responses['304'] = notModifiedResponse(version, limited, components);
   const own = new Set((doc.problems ?? []).map(([status]) => status));
   for (const [status, slugs] of [...problemsOf(route, version)].sort(([a], [b]) => a - b)) {
     // contract §7: a keyed POST's own refusals (409, 422) are stored, and replayed as they were.
-    responses[String(status)] = problemResponse(route, version, slugs, keyed && own.has(status) && isStored(status));
+    const replayable = keyed && own.has(status) && isStored(status);
+    const facts = { version, limited, patch: route.method === 'PATCH', replayable };
+    responses[String(status)] = problemResponse(status, slugs, facts, components);
   }
   const op: Json = {
     operationId: operationId(method, version, route.pattern),
@@ -129,7 +127,7 @@ export function operation(route: DocumentedRoute, method: string, version: Versi
     description: doc.description,
     tags: [version === undefined ? 'service' : `v${version}`],
     ...(version === 1 ? { deprecated: true } : {}),
-    parameters: parameters(route, method),
+    parameters: parameters(route, method, components),
     responses,
     security: route.auth === 'public' ? [] : [{ bearer: [route.auth] }],
   };
@@ -146,14 +144,20 @@ export function operation(route: DocumentedRoute, method: string, version: Versi
 }
 
 /**
- * OPTIONS on a path (RFC 9110 §9.3.7): answered by the pipeline for every
- * path, without a token and before negotiation, so it can only be refused
- * while its body is read, for the rate limit, or by a bug.
+ * OPTIONS on the path of `route` (RFC 9110 §9.3.7): answered by the pipeline
+ * for every path, without a token and before negotiation, so it can only be
+ * refused while its body is read, for the rate limit, or by a bug.
  */
-export function optionsOperation(pattern: string, version: Version | undefined, patchable: boolean): Json {
-  const problem = (slug: ProblemSlug) => problemResponse(undefined, version, [slug], false);
+export function optionsOperation(
+  route: DocumentedRoute,
+  version: Version | undefined,
+  patchable: boolean,
+  components: Components,
+): Json {
+  const facts = { version, limited: true, patch: false, replayable: false };
+  const problem = (status: number, slug: ProblemSlug) => problemResponse(status, [slug], facts, components);
   return {
-    operationId: operationId('options', version, pattern),
+    operationId: operationId('options', version, route.pattern),
     summary: 'The methods of this path',
     description: [
       `204 with Allow${patchable ? ', and Accept-Patch with the media types PATCH takes' : ''}; no token needed.`,
@@ -163,21 +167,13 @@ export function optionsOperation(pattern: string, version: Version | undefined, 
     ].join(' '),
     tags: [version === undefined ? 'service' : `v${version}`],
     ...(version === 1 ? { deprecated: true } : {}),
-    parameters: pathParameters(pattern),
+    parameters: [...pathParameters(route, components), requestIdParameter(components)],
     responses: {
-      '204': {
-        description: 'The methods of this path, in Allow.',
-        headers: fields([
-          'Allow',
-          ...(patchable ? ['Accept-Patch'] : []),
-          ...pipelineFields(version),
-          ...PREFLIGHT_FIELDS,
-        ]),
-      },
-      '408': problem('request-timeout'),
-      '413': problem('payload-too-large'),
-      '429': problem('rate-limited'),
-      '500': problem('internal'),
+      '204': optionsResponse(version, patchable, components),
+      '408': problem(408, 'request-timeout'),
+      '413': problem(413, 'payload-too-large'),
+      '429': problem(429, 'rate-limited'),
+      '500': problem(500, 'internal'),
     },
     security: [],
   };

@@ -1,102 +1,161 @@
-/** The parameters of an operation: its path's, its collection's query, and the request fields it reads. */
+/**
+ * The parameters of an operation: its path's, its collection's query, and
+ * the request fields it reads. Those every route of a kind shares are
+ * written once, in `components.parameters`. Every string has a `maxLength`:
+ * the service's own limit, or, where it has none, the request's (below).
+ */
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_DEPTH, MAX_PAGE_SIZE, maxPage } from '../http/list-query.ts';
 import { MAX_CURSOR_LENGTH } from '../http/cursor.ts';
 import { ID_SCHEMA } from './atoms.ts';
+import type { Components } from './components.ts';
 import { OpenApiError } from './errors.ts';
-import type { DocumentedRoute } from './types.ts';
+import type { DocumentedRoute, JsonSchema, ParameterDoc } from './types.ts';
 
 type Json = Record<string, unknown>;
+
+/**
+ * contract §11: node's parser refuses (431) a request whose header section,
+ * request line included, is over 16 KiB: the bound of a field or a URL part
+ * that has no limit of its own.
+ */
+export const MAX_HEADER_SECTION = 16 * 1024;
+/** contract §13: a request id is kept when it is 1–128 visible ASCII characters, and replaced otherwise. */
+const MAX_REQUEST_ID = 128;
+/** contract §7: 1–255 visible characters, or a structured-field string (two quotes more). */
+const MAX_IDEMPOTENCY_KEY = 257;
+
+const TAGS = `No limit of its own: the request's header section is at most ${MAX_HEADER_SECTION / 1024} KiB (431).`;
+
+/** The parameters every route of a kind shares, as components. */
+const SHARED: Readonly<Record<string, Json>> = {
+  id: { name: 'id', in: 'path', required: true, description: 'The id.', schema: ID_SCHEMA },
+  page: {
+    name: 'page',
+    in: 'query',
+    description:
+      `Page number; a page past the last is empty. Reaches at most ${MAX_PAGE_DEPTH} rows deep: (page - 1) × ` +
+      `pageSize must be below ${MAX_PAGE_DEPTH} (so at most ${MAX_PAGE_DEPTH} with pageSize 1, ` +
+      `${maxPage(DEFAULT_PAGE_SIZE)} with the default ${DEFAULT_PAGE_SIZE}); deeper is 400 invalid-query: ` +
+      "follow the next link's cursor instead. Not with cursor.",
+    schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_DEPTH, default: 1 },
+  },
+  pageSize: {
+    name: 'pageSize',
+    in: 'query',
+    description: 'Items per page.',
+    schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+  },
+  cursor: {
+    name: 'cursor',
+    in: 'query',
+    description:
+      'Opaque: the page after the position it holds, as the next link (Link rel="next", meta.next) gives it. ' +
+      'Valid only with the filters and sort it was made for (pageSize may change), and not with page; ' +
+      'otherwise 400 invalid-query. A cursor page has no page number (meta.page is absent).',
+    schema: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, pattern: '^[A-Za-z0-9_-]+$' },
+  },
+  'If-None-Match': {
+    name: 'If-None-Match',
+    in: 'header',
+    description: `Entity tags (or *): a match answers 304 (weak comparison; the tag of any content coding). ${TAGS}`,
+    schema: { type: 'string', maxLength: MAX_HEADER_SECTION },
+  },
+  'If-Match': {
+    name: 'If-Match',
+    in: 'header',
+    description:
+      'Entity tags (or *): the write happens only if the current tag (of any content coding) matches (strong ' +
+      `comparison), else 412. ${TAGS}`,
+    schema: { type: 'string', maxLength: MAX_HEADER_SECTION },
+  },
+  'Idempotency-Key': {
+    name: 'Idempotency-Key',
+    in: 'header',
+    description: '1–255 visible ASCII characters, or a structured-field string. Kept 24 hours per user (contract §7).',
+    schema: { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY },
+  },
+  'X-Request-Id': {
+    name: 'X-Request-Id',
+    in: 'header',
+    description:
+      `The request's id for the log and the answer's X-Request-Id: 1–${MAX_REQUEST_ID} visible ASCII ` +
+      'characters; any other value is replaced by a generated id (never refused).',
+    schema: { type: 'string', minLength: 1, maxLength: MAX_REQUEST_ID, pattern: '^[\\x21-\\x7e]+$' },
+  },
+};
+
+const shared = (name: string, components: Components, variant: Json = {}): Json =>
+  components.ref('parameters', Object.keys(variant).length === 0 ? name : `${name}.required`, {
+    ...SHARED[name],
+    ...variant,
+  });
+
+/** `X-Request-Id`, which every request may send, OPTIONS included. */
+export const requestIdParameter = (components: Components): Json => shared('X-Request-Id', components);
 
 /** `/orders/{id:int}` → `/orders/{id}`. */
 export function openApiPath(pattern: string): string {
   return pattern.replace(/\{([a-zA-Z]+)(?::int)?\}/g, '{$1}');
 }
 
-/** The parameters of the path of `pattern`: `{id:int}` an integer id, `{name}` a string. */
-export function pathParameters(pattern: string): Json[] {
-  return [...pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)].map((match) => ({
-    name: match[1],
-    in: 'path',
-    required: true,
-    schema: match[2] ? { ...ID_SCHEMA } : { type: 'string' },
-  }));
+/** A string without a `maxLength` is a mistake at start-up: every request string is bounded. */
+function bounded(where: string, name: string, documented: ParameterDoc): ParameterDoc {
+  if (documented.schema.type === 'string' && typeof documented.schema.maxLength !== 'number')
+    throw new OpenApiError(`${where}: the string parameter ${name} has no maxLength`);
+  return documented;
+}
+
+/** The parameters of the path of `route`: `{id:int}` an id, `{name}` as the route documents it in `doc.params`. */
+export function pathParameters(route: DocumentedRoute, components: Components): Json[] {
+  return [...route.pattern.matchAll(/\{([a-zA-Z]+)(:int)?\}/g)].map(([, name = '', int]) => {
+    if (int) return name === 'id' ? shared('id', components) : { name, in: 'path', required: true, schema: ID_SCHEMA };
+    const documented = route.doc.params?.[name];
+    if (documented === undefined)
+      throw new OpenApiError(`${route.method} ${route.pattern}: the path parameter ${name} has no documentation`);
+    const { description, schema } = bounded(`${route.method} ${route.pattern}`, name, documented);
+    return { name, in: 'path', required: true, description, schema };
+  });
+}
+
+/** `sort`'s value: the keys, each at most once, `-` for descending; its longest value bounds its length. */
+function sortSchema(keys: readonly string[]): JsonSchema {
+  const alternatives = keys.join('|');
+  const longest = keys.reduce((length, key) => length + key.length + 1, keys.length - 1);
+  return { type: 'string', maxLength: longest, pattern: `^-?(${alternatives})(,-?(${alternatives}))*$` };
 }
 
 /** The parameters of `route`'s operation for `method` (`get`, `head`, `post`…). */
-export function parameters(route: DocumentedRoute, method: string): Json[] {
-  const params = pathParameters(route.pattern);
+export function parameters(route: DocumentedRoute, method: string, components: Components): Json[] {
+  const where = `${route.method} ${route.pattern}`;
+  const params = pathParameters(route, components);
   const { list, query } = route.doc;
   if (list) {
-    const keys = list.sortKeys.join('|');
-    params.push(
-      {
-        name: 'page',
-        in: 'query',
-        description:
-          `Page number; a page past the last is empty. Reaches at most ${MAX_PAGE_DEPTH} rows deep: (page - 1) × ` +
-          `pageSize must be below ${MAX_PAGE_DEPTH} (so at most ${MAX_PAGE_DEPTH} with pageSize 1, ` +
-          `${maxPage(DEFAULT_PAGE_SIZE)} with the default ${DEFAULT_PAGE_SIZE}); deeper is 400 invalid-query: ` +
-          "follow the next link's cursor instead. Not with cursor.",
-        schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_DEPTH, default: 1 },
-      },
-      {
-        name: 'pageSize',
-        in: 'query',
-        description: 'Items per page.',
-        schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
-      },
-      {
-        name: 'sort',
-        in: 'query',
-        description:
-          `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in ` +
-          'the order given, then by id in the direction of the last key.',
-        schema: { type: 'string', pattern: `^-?(${keys})(,-?(${keys}))*$` },
-      },
-      {
-        name: 'cursor',
-        in: 'query',
-        description:
-          'Opaque: the page after the position it holds, as the next link (Link rel="next", meta.next) gives it. ' +
-          'Valid only with the filters and sort it was made for (pageSize may change), and not with page; ' +
-          'otherwise 400 invalid-query. A cursor page has no page number (meta.page is absent).',
-        schema: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, pattern: '^[A-Za-z0-9_-]+$' },
-      },
-    );
+    params.push(shared('page', components), shared('pageSize', components), {
+      name: 'sort',
+      in: 'query',
+      description:
+        `Comma-separated sort keys (${list.sortKeys.join(', ')}), each at most once; -key descending; applied in ` +
+        'the order given, then by id in the direction of the last key.',
+      schema: sortSchema(list.sortKeys),
+    });
+    params.push(shared('cursor', components));
     for (const filter of Object.keys(list.filters)) {
-      if (query?.[filter] === undefined)
-        throw new OpenApiError(`${route.method} ${route.pattern}: the filter ${filter} has no documentation`);
+      if (query?.[filter] === undefined) throw new OpenApiError(`${where}: the filter ${filter} has no documentation`);
     }
   }
   for (const [name, documented] of Object.entries(query ?? {})) {
-    params.push({ name, in: 'query', description: documented.description, schema: documented.schema });
+    const { description, schema } = bounded(where, name, documented);
+    params.push({ name, in: 'query', description, schema });
   }
-  if (method === 'get' || method === 'head') {
-    params.push({
-      name: 'If-None-Match',
-      in: 'header',
-      description: 'Entity tags (or *): a match answers 304 (weak comparison).',
-      schema: { type: 'string' },
-    });
-  }
-  if (route.doc.ifMatch) {
-    params.push({
-      name: 'If-Match',
-      in: 'header',
-      description:
-        'Entity tags (or *): the write happens only if the current tag matches (strong comparison), else 412.',
-      schema: { type: 'string' },
-    });
-  }
+  if (method === 'get' || method === 'head') params.push(shared('If-None-Match', components));
+  if (route.doc.ifMatch) params.push(shared('If-Match', components));
   if (route.method === 'POST') {
-    params.push({
-      name: 'Idempotency-Key',
-      in: 'header',
-      required: route.idempotency === 'required',
-      description:
-        '1–255 visible ASCII characters, or a structured-field string. Kept 24 hours per user (contract §7).',
-      schema: { type: 'string', minLength: 1, maxLength: 257 },
-    });
+    params.push(
+      route.idempotency === 'required'
+        ? shared('Idempotency-Key', components, { required: true })
+        : shared('Idempotency-Key', components),
+    );
   }
+  params.push(requestIdParameter(components));
   return params;
 }

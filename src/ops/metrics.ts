@@ -70,7 +70,9 @@ export const metricsRoute: RouteSpec = {
       'Never cached. Without METRICS_TOKEN a scrape is counted against its address like any anonymous request; ' +
         'with it, a successful scrape is not counted.',
     ].join(' '),
-    success: { status: 200 },
+    success: { status: 200, media: { 'text/plain; version=0.0.4': { type: 'string' } } },
+    // Only behind METRICS_TOKEN.
+    problems: [[401, 'unauthorized']],
   },
   async handler(ctx) {
     const metrics = ctx.services.metrics;

@@ -7,17 +7,17 @@
  */
 import type { RouteSpec } from '../pipeline/context.ts';
 import { ORDER, ORDER_PAGE } from './representation.ts';
-import { ID_SCHEMA } from '../openapi/atoms.ts';
+import { ID_SCHEMA, stringEnum } from '../openapi/atoms.ts';
 import { CREATE_ORDER, PATCH_ORDER, REPLACE_ORDER, STATUSES } from './schema.ts';
 import { ORDER_LIST } from './order-list.ts';
 import { create, currentTag, getOne, listAll, listOfUser, patch, remove, replace } from './handlers.ts';
 
 const ORDER_QUERY = {
-  status: { description: 'only orders with this status', schema: { type: 'string', enum: [...STATUSES] } },
+  status: { description: 'only orders with this status', schema: stringEnum(STATUSES) },
   customerId: { description: "only this customer's orders", schema: ID_SCHEMA },
   minTotal: {
     description: 'only orders whose total is at least this (up to 10 digits and 2 decimals)',
-    schema: { type: 'string', pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' },
+    schema: { type: 'string', maxLength: 13, pattern: '^[0-9]{1,10}(\\.[0-9]{1,2})?$' },
   },
 };
 const WRITE_PROBLEMS = [

@@ -11,6 +11,8 @@ import type { RouteSpec } from '../pipeline/context.ts';
 import { HttpError } from '../http/problem.ts';
 import { HTML_TYPE, PAGE_CACHE, staticBody, staticResponse, type StaticBody } from './static.ts';
 import { readSwaggerUiFile, SWAGGER_UI_FILES } from './swagger-ui-files.ts';
+import { stringEnum } from '../openapi/atoms.ts';
+import type { JsonSchema } from '../openapi/types.ts';
 
 /**
  * Everything from this origin only. Images may also be `data:` URIs (the
@@ -66,6 +68,25 @@ const TYPES: Readonly<Record<string, string>> = {
   '.png': 'image/png',
 };
 
+/** The body of a file of each type, for the document: text, or bytes. */
+const FILE_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
+  'text/css': { type: 'string' },
+  'text/javascript': { type: 'string' },
+  'image/png': { type: 'string', format: 'binary' },
+};
+
+/** The media types of the files, each with its schema: a type without one is a mistake at start-up. */
+function fileMedia(): Record<string, JsonSchema> {
+  const types = [...new Set(DOCS_FILES.map((name) => typeOf(name).split(';')[0] as string))];
+  return Object.fromEntries(
+    types.map((type) => {
+      const schema = FILE_SCHEMAS[type];
+      if (schema === undefined) throw new Error(`no schema for the media type ${type} of /docs/{file}`);
+      return [type, schema];
+    }),
+  );
+}
+
 function typeOf(name: string): string {
   const type = TYPES[name.slice(name.lastIndexOf('.'))];
   if (type === undefined) throw new Error(`no media type for ${name}`);
@@ -102,7 +123,11 @@ export const docsRoutes: readonly RouteSpec[] = [
         'A text/html page rendering this OpenAPI document with Swagger UI, whose script and style the service ' +
         'serves itself under /docs/{file}: the page makes no request to another host. Sent with a ' +
         'Content-Security-Policy allowing this origin only. No token needed.',
-      success: { status: 200 },
+      success: {
+        status: 200,
+        media: { 'text/html': { type: 'string' } },
+        fields: { 'Content-Security-Policy': true, 'X-Content-Type-Options': true },
+      },
     },
     handler: async () => staticResponse(page, { 'content-security-policy': DOCS_CSP }),
   },
@@ -118,7 +143,14 @@ export const docsRoutes: readonly RouteSpec[] = [
         `The files /docs loads: ${DOCS_FILES.join(', ')} (text/javascript, text/css or image/png), from the ` +
         'swagger-ui-dist package, except init.js, which starts it. Cached publicly for CACHE_MAX_AGE seconds, with ' +
         'a strong ETag for revalidation. Any other name is 404.',
-      success: { status: 200 },
+      success: {
+        status: 200,
+        media: fileMedia(),
+        fields: { 'X-Content-Type-Options': true },
+      },
+      params: {
+        file: { description: 'The name of one of the files.', schema: stringEnum(DOCS_FILES) },
+      },
     },
     handler: async (ctx) => {
       const name = ctx.params.file as string;

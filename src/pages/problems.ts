@@ -7,10 +7,12 @@
  * representations are rendered once, at start-up.
  */
 import { createHash } from 'node:crypto';
+import * as v from 'valibot';
 import type { RouteSpec } from '../pipeline/context.ts';
 import { JSON_TYPE } from '../http/negotiation.ts';
 import { HttpError, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
 import { PROBLEM_TEXTS } from '../problems/texts.ts';
+import { named, stringEnum } from '../openapi/atoms.ts';
 import { preferredType } from './negotiate.ts';
 import { HTML_TYPE, PAGE_CACHE, staticBody, staticResponse, type StaticBody } from './static.ts';
 
@@ -30,6 +32,23 @@ export interface ProblemPage {
   readonly when: readonly string[];
   readonly whatToDo: readonly string[];
 }
+
+/** Every problem type's slug, in PROBLEM_TITLES' order. */
+const SLUGS = Object.keys(PROBLEM_TITLES) as ProblemSlug[];
+
+/** The schema of `ProblemPage`, for the document. */
+const PROBLEM_PAGE = named(
+  'ProblemPage',
+  v.strictObject({
+    type: v.pipe(v.string(), v.regex(/^\/problems\/[a-z-]+$/)),
+    slug: v.picklist(SLUGS),
+    title: v.string(),
+    statuses: v.array(v.pipe(v.number(), v.integer(), v.minValue(400), v.maxValue(599))),
+    meaning: v.pipe(v.string(), v.description('plain text with Markdown code spans, as every string here')),
+    when: v.array(v.string()),
+    whatToDo: v.array(v.string()),
+  }),
+);
 
 /** The page of `slug`, from its title and text. */
 export function problemPage(slug: ProblemSlug): ProblemPage {
@@ -157,7 +176,16 @@ export const problemRoute: RouteSpec = {
       '406 `not-acceptable` when `Accept` allows none of them; 404 for a slug that is not a problem type. Cached ' +
         'publicly for CACHE_MAX_AGE seconds, `Vary: Accept`.',
     ].join(' '),
-    success: { status: 200 },
+    success: {
+      status: 200,
+      schema: PROBLEM_PAGE,
+      media: { 'text/html': { type: 'string' }, 'text/markdown': { type: 'string' } },
+      // The HTML page's policy; every representation varies by Accept.
+      fields: { Vary: true, 'Content-Security-Policy': false, 'X-Content-Type-Options': true },
+    },
+    params: {
+      slug: { description: 'The problem type: the last segment of its `type`.', schema: stringEnum(SLUGS) },
+    },
     problems: [[406, 'not-acceptable']],
   },
   handler: async (ctx) => {

@@ -10,8 +10,10 @@
  * service), the media type it answers in and a title. The same for every
  * caller and every request: public, and cacheable like the catalog.
  */
+import * as v from 'valibot';
 import type { RouteSpec } from '../pipeline/context.ts';
 import { JSON_TYPE } from '../http/negotiation.ts';
+import { named } from '../openapi/atoms.ts';
 import { PAGE_CACHE, staticBody, staticResponse } from './static.ts';
 
 export interface IndexLink {
@@ -32,6 +34,24 @@ export const INDEX = {
 
 const body = staticBody(JSON.stringify(INDEX), JSON_TYPE);
 
+/** The schema of `INDEX`, for the document: each of its links by name. */
+const LINK = named(
+  'IndexLink',
+  v.strictObject({
+    href: v.pipe(v.string(), v.description('a path on this service')),
+    type: v.pipe(v.string(), v.description('the media type it answers in')),
+    title: v.string(),
+  }),
+);
+const INDEX_SCHEMA = named(
+  'Index',
+  v.strictObject({
+    name: v.string(),
+    links: v.strictObject(Object.fromEntries(Object.keys(INDEX.links).map((name) => [name, LINK.schema]))),
+  }),
+  [LINK],
+);
+
 export const rootRoute: RouteSpec = {
   method: 'GET',
   pattern: '/',
@@ -45,7 +65,7 @@ export const rootRoute: RouteSpec = {
       'maps `docs` (`/docs`, this reference), `openapi` (`/openapi.json`), `products` (`/v2/products`, the ' +
       'public catalog) and `health` (`/healthz`) to `{"href", "type", "title"}`. No token needed; cached ' +
       'publicly for CACHE_MAX_AGE seconds, with a strong ETag.',
-    success: { status: 200 },
+    success: { status: 200, schema: INDEX_SCHEMA, fields: { 'X-Content-Type-Options': true } },
   },
   handler: async () => staticResponse(body),
 };

@@ -4,6 +4,7 @@
  * and strong entity tag computed once, and the response for a GET or HEAD of
  * one. All are public: the same for every caller.
  */
+import { markStatic } from '../http/compression.ts';
 import { etagOf } from '../http/conditional.ts';
 import { bufferedResponse } from '../http/response.ts';
 import type { CachePolicy } from '../http/semantics.ts';
@@ -21,9 +22,12 @@ export interface StaticBody {
   readonly etag: string;
 }
 
-/** `content` (text as UTF-8, or bytes) as a static representation of media type `type`. */
+/**
+ * `content` (text as UTF-8, or bytes) as a static representation of media
+ * type `type`; its gzip and br codings are made once, when first asked for.
+ */
 export function staticBody(content: string | Uint8Array, type: string): StaticBody {
-  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  const bytes = markStatic(typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
   return { bytes, type, etag: etagOf(bytes) };
 }
 

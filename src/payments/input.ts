@@ -7,12 +7,13 @@ import * as v from 'valibot';
 import type { RequestContext } from '../pipeline/context.ts';
 import { memberSource } from '../http/json-scan.ts';
 import { readJsonBody } from '../pipeline/body.ts';
-import { idOf, named } from '../openapi/atoms.ts';
+import { documented, idOf, named } from '../openapi/atoms.ts';
 
 const orderId = idOf('order');
 const currency = v.pipe(
   v.string('must be an ISO 4217 code such as EUR'),
   v.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as EUR'),
+  documented<string>({ maxLength: 3 }),
 );
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
 
@@ -29,6 +30,8 @@ export const PaymentV2Schema = v.strictObject({
     amount: v.pipe(
       v.string('must be a decimal string such as "59.90"'),
       v.regex(DECIMAL, 'must be a decimal string such as "59.90"'),
+      // The longest DECIMAL: 10 digits, a point and 2 decimals.
+      documented<string>({ maxLength: 13 }),
     ),
     currency,
   }),

@@ -3,14 +3,14 @@
  * stages (src/pipeline/stages/), built once here, so none can forget the
  * cross-cutting rules (contract §5–§13, §16, §17). Outer to inner:
  *
- *   observe → cors → fields → address limit → problems → body and deadline
+ *   observe → cors → compression → fields → address limit → problems → body and deadline
  *   → route → negotiate → authorize → replica → conditional → idempotency
  *   → handler
  *
  * A stage's after-work runs on the way out, inner first: the problems stage
  * turns every error below it into an answer, so every stage outside it sees
  * a `Response` (the address limit may replace it with a 429; the fields,
- * CORS and observe stages then add to whatever it is). docs/architecture.md
+ * compression, CORS and observe stages then add to whatever it is). docs/architecture.md
  * draws the path of a GET and of a keyed POST through them.
  */
 import type { ClientInfo } from '../http/node-adapter.ts';
@@ -24,6 +24,7 @@ import type { RouteSpec, Services } from './context.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
 import { authorize } from './stages/authorize.ts';
 import { bodyAndDeadline } from './stages/body.ts';
+import { compression } from './stages/compression.ts';
 import { conditional } from './stages/conditional.ts';
 import { cors } from './stages/cors.ts';
 import { representationFields } from './stages/fields.ts';
@@ -69,6 +70,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const run = compose<Exchange>([
     observe(log, metrics, router),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
+    compression(),
     representationFields(versions),
     addressLimit(limits),
     problems(log),

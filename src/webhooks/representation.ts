@@ -5,11 +5,15 @@
  */
 import * as v from 'valibot';
 import { EVENT_TYPES } from '../events/outbox.ts';
-import { Id, named, Timestamp } from '../openapi/atoms.ts';
+import { documented, Id, named, Timestamp } from '../openapi/atoms.ts';
 
 /** The body of `POST /webhook-endpoints`. */
 export const NewWebhookEndpointSchema = v.strictObject({
-  url: v.pipe(v.string('must be an http or https URL'), v.maxLength(2048, 'must be at most 2048 characters')),
+  url: v.pipe(
+    v.string('must be an http or https URL'),
+    v.maxLength(2048, 'must be at most 2048 characters'),
+    documented<string>({ format: 'uri' }),
+  ),
   events: v.pipe(
     v.array(v.picklist(EVENT_TYPES, `must be one of ${EVENT_TYPES.join(', ')}`), 'must be an array of event types'),
     v.minLength(1, 'must name at least one event type'),
@@ -48,7 +52,7 @@ export const WEBHOOK_ENDPOINT = named(
   'WebhookEndpoint',
   v.strictObject({
     id: Id,
-    url: v.string(),
+    url: v.pipe(v.string(), documented<string>({ format: 'uri' })),
     events: v.array(v.picklist(EVENT_TYPES)),
     createdAt: Timestamp,
   }),
@@ -58,7 +62,7 @@ export const WEBHOOK_ENDPOINT_WITH_SECRET = named(
   'WebhookEndpointWithSecret',
   v.strictObject({
     id: Id,
-    url: v.string(),
+    url: v.pipe(v.string(), documented<string>({ format: 'uri' })),
     events: v.array(v.picklist(EVENT_TYPES)),
     createdAt: Timestamp,
     secret: v.pipe(

@@ -43,6 +43,11 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
       ...(r.versioned === undefined ? {} : { versioned: r.versioned }),
     })),
   );
+  /** A response object, or the entry of `components.responses` its `$ref` names. */
+  const resolve = (response: Json | undefined): Json | undefined =>
+    typeof response?.$ref === 'string'
+      ? document.components.responses[response.$ref.replace('#/components/responses/', '')]
+      : response;
   let checked = 0;
   return {
     get checked() {
@@ -62,7 +67,7 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
       const where = `${method} ${path}`;
       if (operation === undefined) return [`${where} is routed but not in the document`];
       checked += 1;
-      const documented = operation.responses[String(response.status)];
+      const documented = resolve(operation.responses[String(response.status)]);
       if (documented === undefined)
         return [
           `${where} answered ${response.status}, ` +
@@ -70,12 +75,16 @@ export function createContract(document: Json = buildOpenApi(routes), table: rea
         ];
       if (body === '') return [];
       const type = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
-      const media = documented.content?.[type];
+      // A documented type may carry parameters (`text/plain; version=0.0.4`): it is matched by its type.
+      const key = Object.keys(documented.content ?? {}).find((k) => k.split(';')[0]!.trim() === type);
+      const media = key === undefined ? undefined : documented.content[key];
       if (media === undefined)
         return [
           `${where} ${response.status} answered ${type}, ` +
             `which the document does not list (${Object.keys(documented.content ?? {}).join(', ') || 'no body'})`,
         ];
+      // Only JSON bodies are validated against their schema; the pages' HTML, Markdown and files are strings.
+      if (type !== 'application/json' && !type.endsWith('+json')) return [];
       const validate = validatorFor(media.schema);
       if (!validate(JSON.parse(body))) {
         return (validate.errors ?? []).map(

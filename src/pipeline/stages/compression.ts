@@ -1,0 +1,74 @@
+/**
+ * Content codings (contract §16): an answer of 1 KiB or more in a text-like
+ * type goes out `gzip`- or `br`-coded when the request's `Accept-Encoding`
+ * asks for it (src/http/compression.ts has the rules), with its own strong
+ * `ETag` and `Content-Length`; HEAD gets the same fields as GET.
+ *
+ * Every answer with content, and every 304, says `Vary: Accept-Encoding`:
+ * the coding was chosen by that field even where the choice was identity (a
+ * page under the threshold today may pass it tomorrow). A 304 names the tag
+ * the client holds: of the tags in its `If-None-Match` that name the
+ * representation, the one of the coding this request would get, else the
+ * first (RFC 9111 §4.3.4: a cache updates the stored answer of that tag).
+ *
+ * It sits outside the fields stage, which sets `Vary`, and inside CORS, so
+ * that every answer passes it, errors and replays included: a replay is
+ * stored as identity and coded for the client that asks again.
+ */
+import {
+  codedTag,
+  type Coding,
+  encoded,
+  isCompressible,
+  MIN_CODED_BYTES,
+  negotiateCoding,
+} from '../../http/compression.ts';
+import type { TagList } from '../../http/conditional.ts';
+import { varyWith } from '../../http/cors.ts';
+import { bufferedResponse, contentOf, type Fields, fieldsOf } from '../../http/response.ts';
+import type { Stage } from '../compose.ts';
+import type { Exchange } from '../exchange.ts';
+
+export function compression(): Stage<Exchange> {
+  return async (x, next) => {
+    const response = await next();
+    const { status } = response;
+    const content = contentOf(response);
+    // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
+    if (status !== 304 && (content === null || content === undefined)) return response;
+    const headers = fieldsOf(response);
+    headers.set('vary', varyWith(headers.get('vary'), ['Accept-Encoding']));
+    const coding = negotiateCoding(x.header('accept-encoding'));
+    if (status === 304) {
+      retag(headers, x.conditions?.ifNoneMatch ?? null, coding);
+      return response;
+    }
+    const bytes = content as Uint8Array;
+    if (
+      coding === undefined ||
+      bytes.byteLength < MIN_CODED_BYTES ||
+      headers.has('content-encoding') ||
+      !isCompressible(headers.get('content-type'))
+    )
+      return response;
+    const coded = await encoded(bytes, coding);
+    headers.set('content-encoding', coding);
+    headers.set('content-length', String(coded.byteLength));
+    const etag = headers.get('etag');
+    if (etag !== null) headers.set('etag', codedTag(etag, coding));
+    return bufferedResponse(coded, { status, headers });
+  };
+}
+
+/** On a 304, the tag of the coding the client holds (see above). */
+function retag(headers: Fields, ifNoneMatch: TagList | null, coding: Coding | undefined): void {
+  const etag = headers.get('etag');
+  if (etag === null || ifNoneMatch === null || ifNoneMatch === '*') return;
+  const weak = etag.startsWith('W/');
+  const current = weak ? etag.slice(2) : etag;
+  const variants = [current, codedTag(current, 'gzip'), codedTag(current, 'br')];
+  const held = ifNoneMatch.map((tag) => tag.opaque).filter((opaque) => variants.includes(opaque));
+  const preferred = coding === undefined ? current : codedTag(current, coding);
+  const chosen = held.includes(preferred) ? preferred : held[0];
+  if (chosen !== undefined) headers.set('etag', weak ? `W/${chosen}` : chosen);
+}
