@@ -54,6 +54,21 @@ $(BIOME_PACKAGE): tools/biome/package.json tools/biome/package-lock.json
 	npm ci --no-audit --no-fund --prefix tools/biome
 	@touch $@
 
+# The generators of two tests, run as a new integrator would run them
+# (test/generated-client.test.ts, test/contract-tests.test.ts), each installed
+# like Biome from its own lockfile into an ignored folder: openapi-typescript
+# with the TypeScript 5 it builds its output with (TypeScript 7 has no compiler
+# API to lend it), and Portman with the newman it runs.
+OPENAPI_TYPESCRIPT := tools/openapi-typescript/node_modules/.package-lock.json
+$(OPENAPI_TYPESCRIPT): tools/openapi-typescript/package.json tools/openapi-typescript/package-lock.json
+	npm ci --no-audit --no-fund --prefix tools/openapi-typescript
+	@touch $@
+
+PORTMAN := tools/portman/node_modules/.package-lock.json
+$(PORTMAN): tools/portman/package.json tools/portman/package-lock.json
+	npm ci --no-audit --no-fund --prefix tools/portman
+	@touch $@
+
 lint: $(BIOME_PACKAGE)
 	$(BIOME) ci --colors=off .
 	node scripts/check-line-length.mjs
@@ -63,9 +78,10 @@ lint: $(BIOME_PACKAGE)
 format: $(BIOME_PACKAGE)
 	$(BIOME) check --write .
 
-# The suite runs the built program and the single executable too: build first. No test
-# takes 20 s here; one that waits for ever fails after 2 minutes instead of holding the run.
-test: lint typecheck build
+# The suite runs the built program and the single executable too: build first. The
+# slowest file (the generated contract tests) takes about 20 s alone; a test that waits
+# for ever fails after 2 minutes instead of holding the run.
+test: lint typecheck build $(OPENAPI_TYPESCRIPT) $(PORTMAN)
 	node_modules/.bin/c8 node --import tsx --test --test-concurrency=2 --test-timeout=120000 $(REPORTERS) $(TESTS)
 
 clean:
