@@ -33,4 +33,9 @@ describe('the README walkthrough', () => {
   it('answers every step as the README says', async () => {
     await runWalkthrough(t.url, vars);
   });
+
+  it('answers every step as the README says a second time, on the same database', async () => {
+    // Each run creates its own order, and the payment's Idempotency-Key names it: no 422 on a run again.
+    await runWalkthrough(t.url, { ...vars });
+  });
 });
