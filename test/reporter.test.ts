@@ -25,7 +25,7 @@ const ESC = '\x1b';
 const CI_SUMMARY = /^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /;
 const SKIPS = [
   '',
-  'Skipped, and why:',
+  'Skipped, and why: 1 test (the summary\'s "skipped") and 1 suite, whose tests neither run nor count',
   '﹣ test/fixtures/reporter-sample.ts: the sample › is skipped # needs a real PostgreSQL server',
   '﹣ test/fixtures/reporter-sample.ts: a skipped suite (suite) # embedded database only',
 ];

@@ -87,7 +87,8 @@ async function* collectSkips(source, skipped) {
  *
  * @example
  * skipList([{ file: 'test/a.test.ts', name: 'x › y', suite: false, reason: 'needs a real PostgreSQL server' }]);
- * // '\nSkipped, and why:\n﹣ test/a.test.ts: x › y # needs a real PostgreSQL server\n'
+ * // '\nSkipped, and why: 1 test (the summary\'s "skipped") and 0 suites, whose tests neither run nor count\n'
+ * //   + '﹣ test/a.test.ts: x › y # needs a real PostgreSQL server\n'
  */
 export function skipList(skipped) {
   if (skipped.length === 0) return '';
@@ -95,5 +96,11 @@ export function skipList(skipped) {
     ({ file, name, suite, reason }) =>
       `﹣ ${file}${file === '' ? '' : ': '}${name}${suite ? ' (suite)' : ''} # ${reason}`,
   );
-  return `\nSkipped, and why:\n${lines.join('\n')}\n`;
+  const suites = skipped.filter(({ suite }) => suite).length;
+  const tests = skipped.length - suites;
+  // Node's summary counts skipped tests only: a skipped suite's tests are neither run nor counted.
+  const count =
+    `${tests} ${tests === 1 ? 'test' : 'tests'} (the summary's "skipped") and ${suites} ` +
+    `${suites === 1 ? 'suite' : 'suites'}, whose tests neither run nor count`;
+  return `\nSkipped, and why: ${count}\n${lines.join('\n')}\n`;
 }
