@@ -47,6 +47,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     pattern: '/orders',
     auth: 'orders:write',
     handler: create,
+    // Every refusal (the body, the customer, the products, the total) comes before CreateOrder writes anything.
+    refusesBeforeWriting: true,
     doc: {
       summary: 'Create a pending order',
       description:

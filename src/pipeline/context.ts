@@ -127,6 +127,13 @@ export interface RouteSpec {
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /**
+   * `true`: the handler throws a refusal (4xx) only before its first write, so a keyed POST of the route runs in
+   * the idempotency transaction itself, without a savepoint (one round trip and one subtransaction fewer). Any
+   * other error rolls the whole transaction back either way. Default `false`: the handler runs in a savepoint,
+   * and a refusal thrown after a write rolls that write back before the refusal is stored.
+   */
+  readonly refusesBeforeWriting?: boolean;
+  /**
    * The entity tag the handler's 200 will carry, found without building the
    * representation (contract §9: an order's revision). When given, a GET or HEAD
    * with `If-None-Match` is answered 304 from it alone, before the handler

@@ -43,13 +43,16 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 /**
  * Runs `handler` once per (user, key). `finish` turns the handler's response
  * into the bytes and headers the client receives (ETag, media type), which
- * are what is stored and replayed.
+ * are what is stored and replayed. `inSavepoint` false: the handler runs in
+ * the transaction itself (a route whose refusals all come before its first
+ * write, `RouteSpec.refusesBeforeWriting`).
  */
 export async function runIdempotent(
   db: Db,
   request: IdempotentRequest,
   handler: (savepoint: Db) => Promise<Response>,
   finish: (response: Response) => Promise<Response>,
+  inSavepoint = true,
 ): Promise<Response> {
   const { principal, key } = request;
   return db.begin(async (tx) => {
@@ -81,7 +84,7 @@ export async function runIdempotent(
     }
     let response: Response;
     try {
-      response = await tx.savepoint(handler);
+      response = await (inSavepoint ? tx.savepoint(handler) : handler(tx));
     } catch (error) {
       // A business-rule refusal (409, 422) is a result too; its partial effects are rolled back with the savepoint.
       if (!(error instanceof HttpError) || !isStored(error.status)) throw error;

@@ -43,6 +43,7 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
         return next();
       },
       finishing,
+      routeOf(x).refusesBeforeWriting !== true,
     );
   };
 }
