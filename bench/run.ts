@@ -16,7 +16,9 @@
  * pending list and a keyed POST. Scenarios 1 (with 3, the 304), 2 and 4 each
  * run in alternating rounds with the peers' same route, the first to go
  * rotating from round to round; each pair's ratio is the median of its
- * rounds' ratios. Prints the tables and the targets as ratios, warns when a
+ * rounds' ratios. Scenario 6, beyond §14: a page of 100 orders asked for as
+ * identity, gzip and br in alternating rounds, for what coding costs a
+ * request. Prints the tables and the targets as ratios, warns when a
  * peer's body differs from the service's v1 body, and writes
  * bench/results/latest.json.
  *
@@ -26,7 +28,7 @@
  * BENCH_LOAD (`wrk` or `autocannon`; default wrk when on PATH), BENCH_PEERS
  * (`fastify,hono`: which peers run), WORKERS (1), DB_POOL_MAX (the service's
  * default, 10, for the server and the peers), and BENCH_SCENARIOS (e.g.
- * `2,4`: only those of scenarios 2–5; the ceiling and scenario 1 always run),
+ * `2,4`: only those of scenarios 2–6; the ceiling and scenario 1 always run),
  * BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts), BENCH_PROFILE=1
  * to write the server's CPU profile (`--cpu-prof`) to bench/results/profile/.
  * The server is the built program, dist/orders.mjs (`make bench` builds it).
@@ -71,7 +73,7 @@ const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
 const RESULTS = `${ROOT}bench/results`;
 const SERVER_LOG = `${RESULTS}/server.log`;
 const databaseUrl = process.env.DATABASE_URL;
-/** BENCH_SCENARIOS=2,4: only those of scenarios 2–5 (the ceiling and scenario 1 always run), to profile one. */
+/** BENCH_SCENARIOS=2,4: only those of scenarios 2–6 (the ceiling and scenario 1 always run), to profile one. */
 const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
 const wanted = (scenario: string) => ONLY === undefined || ONLY.includes(scenario);
 const dataDir = `${ROOT}data-bench`;
@@ -150,6 +152,44 @@ function serverArgs(): string[] {
     .split(/\s+/)
     .filter(Boolean);
   return [...flags, ...profile, 'dist/orders.mjs'];
+}
+
+/** Scenario 6's page: the first 100 orders by id, about 35 KB of version 2 JSON. */
+const CODED_PAGE = '/v2/orders?sort=id&pageSize=100';
+
+/**
+ * Scenario 6: the same page of 100 orders asked for as identity, gzip and
+ * br, in alternating rounds; each coding's row, and the bytes each sends.
+ */
+async function codings(
+  load: Load,
+  service: Target,
+  auth: Record<string, string>,
+  rounds: number,
+  results: Record<string, Row>,
+  ceilingRps: number,
+): Promise<Record<string, { bytes: number; cpuMsPerRequest: number | null }>> {
+  const names = ['identity', 'gzip', 'br'];
+  const contenders = names.map((coding) => ({
+    row: `6. GET ${CODED_PAGE}, Accept-Encoding: ${coding}`,
+    target: service,
+    scenario: { method: 'GET', paths: [CODED_PAGE], headers: { ...auth, 'accept-encoding': coding } },
+  }));
+  const measured = await inRounds(load, contenders, rounds);
+  const summary: Record<string, { bytes: number; cpuMsPerRequest: number | null }> = {};
+  for (const [i, c] of contenders.entries()) {
+    const row = medianRow(measured[i] as LoadResult[]);
+    results[c.row] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
+    const answer = await fetch(`${service.url}${CODED_PAGE}`, {
+      headers: { ...auth, 'accept-encoding': names[i] as string },
+    });
+    await answer.arrayBuffer();
+    summary[names[i] as string] = {
+      bytes: Number(answer.headers.get('content-length')),
+      cpuMsPerRequest: row.cpuMsPerRequest,
+    };
+  }
+  return summary;
 }
 
 const LIST = '/orders?status=pending&sort=-createdAt&pageSize=20';
@@ -325,6 +365,8 @@ async function main(): Promise<void> {
       const row = await load(service, { method: 'GET', paths: [path], headers: auth });
       results[name] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
     }
+    // What coding costs (contract §16): one page of 100 orders as identity, gzip and br, in alternating rounds.
+    const compression = wanted('6') ? await codings(load, service, auth, rounds, results, ceilingRps) : undefined;
     const rss = peakRss(service.pid);
     const targets = goals(comparisons, ratio304?.ratio, rss);
 
@@ -351,6 +393,7 @@ async function main(): Promise<void> {
         : peers.map((p) => ({ id: p.id, label: p.label, driver: p.driver })),
       comparisons,
       ratio304ToScenario1: ratio304,
+      compression,
       targets,
       bodyChecks,
       scenarios: results,
