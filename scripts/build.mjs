@@ -16,13 +16,37 @@
 //     executable applications (`node --build-sea`), built with the current
 //     LTS from tools/node26 so that operators get that runtime whatever
 //     their system has. Everything is inside: the bundle (PGlite included),
-//     the SQL files and PGlite's wasm and data files as assets
-//     (src/db/embedded.ts hands them to PGlite through its options), and
-//     the swagger-ui-dist files that /docs serves (src/pages/swagger-ui-files.ts).
+//     the SQL files, PGlite's wasm and data files and the data-directory
+//     template as assets (src/db/embedded.ts hands them to PGlite through its
+//     options), and the swagger-ui-dist files that /docs serves
+//     (src/pages/swagger-ui-files.ts). It writes the template first when
+//     there is none for the installed PGlite.
+//
+//   node scripts/build.mjs --template
+//     The embedded database's data-directory template for the installed
+//     PGlite (src/db/embedded-template.ts): a new data directory made by
+//     PGlite, closed, archived as tar and compressed with Brotli into
+//     src/db/template/pglite-<version>.tar.br, the other versions' removed.
+//     Run it after updating PGlite, and commit the file. It takes PGlite's
+//     initdb (about 750 MB of memory, which is why the program does not run
+//     it) and some 30 s of compression.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { brotliCompressSync, constants as zlib } from 'node:zlib';
 import { build } from 'esbuild';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
@@ -44,6 +68,8 @@ const REQUIRE =
 
 const args = process.argv.slice(2);
 const executable = args[0] === '--executable';
+const PGLITE = join(ROOT, 'node_modules/@electric-sql/pglite');
+const TEMPLATES = join(ROOT, 'src/db/template');
 const outfile = resolve(ROOT, (executable ? args[1] : args[0]) ?? (executable ? 'dist/orders' : 'dist/orders.mjs'));
 const started = performance.now();
 
@@ -76,7 +102,89 @@ function filesUnder(dir, prefix = '') {
   });
 }
 
-if (!executable) {
+/**
+ * `dir`'s files and folders as a POSIX ustar archive, folders before what
+ * they hold, in name order, with no owner or time, readable by the owner only
+ * (src/db/embedded-template.ts reads it).
+ */
+function ustar(dir) {
+  const header = (name, mode, size, type) => {
+    if (Buffer.byteLength(name) > 100) throw new Error(`build: ${name}: a name over 100 bytes`);
+    const block = Buffer.alloc(512);
+    const field = (text, at) => block.write(text, at, 'latin1');
+    field(name, 0);
+    field(`${mode.toString(8).padStart(7, '0')}\0`, 100);
+    field('0000000\0', 108);
+    field('0000000\0', 116);
+    field(`${size.toString(8).padStart(11, '0')}\0`, 124);
+    field('00000000000\0', 136);
+    field(type, 156);
+    field('ustar\0' + '00', 257);
+    field('        ', 148);
+    const sum = block.reduce((total, byte) => total + byte, 0);
+    field(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+    return block;
+  };
+  const blocks = [];
+  const walk = (prefix) => {
+    for (const name of readdirSync(join(dir, prefix)).sort()) {
+      const path = prefix === '' ? name : `${prefix}/${name}`;
+      if (statSync(join(dir, path)).isDirectory()) {
+        blocks.push(header(`${path}/`, 0o700, 0, '5'));
+        walk(path);
+      } else {
+        const data = readFileSync(join(dir, path));
+        blocks.push(header(path, 0o600, data.length, '0'), data, Buffer.alloc((512 - (data.length % 512)) % 512));
+      }
+    }
+  };
+  walk('');
+  return Buffer.concat([...blocks, Buffer.alloc(1024)]);
+}
+
+/** The data-directory template's file for the installed PGlite (src/db/embedded-template.ts names it so). */
+function templateFile() {
+  const { version } = JSON.parse(readFileSync(join(PGLITE, 'package.json'), 'utf8'));
+  return join(TEMPLATES, `pglite-${version}.tar.br`);
+}
+
+/** Writes the data-directory template for the installed PGlite, in place of any other version's; returns its path. */
+async function writeTemplate() {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const dir = mkdtempSync(join(tmpdir(), 'orders-template-'));
+  const file = templateFile();
+  try {
+    // Closed, so that the files say "shut down" and a new directory starts without recovery.
+    await (await PGlite.create(dir)).close();
+    const tar = ustar(dir);
+    const compressed = brotliCompressSync(tar, {
+      params: {
+        [zlib.BROTLI_PARAM_QUALITY]: 11,
+        // A 16 MB window: the three databases (template0, template1, postgres) are nearly the same files.
+        [zlib.BROTLI_PARAM_LGWIN]: 24,
+        [zlib.BROTLI_PARAM_SIZE_HINT]: tar.length,
+      },
+    });
+    mkdirSync(TEMPLATES, { recursive: true });
+    for (const old of readdirSync(TEMPLATES).filter((name) => /^pglite-.*\.tar\.br$/.test(name))) {
+      rmSync(join(TEMPLATES, old));
+    }
+    writeFileSync(file, compressed);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.stdout.write(`build: ${file} (${(statSync(file).size / 1024 / 1024).toFixed(1)} MiB; commit it)\n`);
+  return file;
+}
+
+/** The template for the installed PGlite, written first when there is none. */
+async function template() {
+  return existsSync(templateFile()) ? templateFile() : await writeTemplate();
+}
+
+if (args[0] === '--template') {
+  await writeTemplate();
+} else if (!executable) {
   const bytes = await bundle(outfile, {
     external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'ioredis'],
     banner: `#!/usr/bin/env -S node ${RUNTIME_FLAGS.join(' ')}\n${REQUIRE}`,
@@ -95,7 +203,7 @@ if (!executable) {
   mkdirSync(work, { recursive: true });
   const main = join(work, 'orders.mjs');
   await bundle(main, { external: [], banner: REQUIRE });
-  const pglite = join(ROOT, 'node_modules/@electric-sql/pglite/dist');
+  const pglite = join(PGLITE, 'dist');
   // The files /docs serves, by the same list the service reads them by.
   const swaggerUi = dirname(createRequire(join(ROOT, 'package.json')).resolve('swagger-ui-dist/package.json'));
   const swaggerUiFiles = JSON.parse(readFileSync(join(ROOT, 'src/pages/swagger-ui-files.json'), 'utf8'));
@@ -105,17 +213,19 @@ if (!executable) {
         .filter((f) => f.endsWith('.sql'))
         .map((f) => [`sql/${f}`, join(ROOT, 'sql', f)]),
     ),
-    ...Object.fromEntries(['pglite.wasm', 'initdb.wasm', 'pglite.data'].map((f) => [`pglite/${f}`, join(pglite, f)])),
+    ...Object.fromEntries(['pglite.wasm', 'pglite.data'].map((f) => [`pglite/${f}`, join(pglite, f)])),
+    'pglite/pgdata.tar.br': await template(),
     ...Object.fromEntries(swaggerUiFiles.map((f) => [`swagger-ui-dist/${f}`, join(swaggerUi, f)])),
   };
   const config = join(work, 'sea-config.json');
+  const written = join(work, 'orders');
   writeFileSync(
     config,
     JSON.stringify(
       {
         main,
         mainFormat: 'module',
-        output: outfile,
+        output: written,
         disableExperimentalSEAWarning: true,
         useCodeCache: false,
         execArgv: RUNTIME_FLAGS,
@@ -133,8 +243,13 @@ if (!executable) {
     process.stderr.write(`build: node --build-sea failed (exit ${built.status})\n`);
     process.exit(1);
   }
+  // Copied into place rather than written there: node writes the file in one piece, which Linux caches in large
+  // pages, and a program run from them maps its code and data in those large pages: 35 MB more resident than the
+  // same file copied (as every installation is), for the life of the process.
+  copyFileSync(written, outfile);
+  rmSync(written);
   chmodSync(outfile, 0o755);
-  const { size } = await import('node:fs').then((fs) => fs.statSync(outfile));
+  const { size } = statSync(outfile);
   process.stdout.write(
     `build: ${outfile} (${(size / 1024 / 1024).toFixed(1)} MiB, ${Object.keys(assets).length} assets) in ` +
       `${Math.round(performance.now() - started)} ms\n`,
