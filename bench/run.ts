@@ -18,7 +18,9 @@
  * rotating from round to round; each pair's ratio is the median of its
  * rounds' ratios. Scenario 6, beyond §14: a page of 100 orders asked for as
  * identity, gzip and br in alternating rounds, for what coding costs a
- * request. Prints the tables and the targets as ratios, warns when a
+ * request; scenario 7, the cursor walk: 1,000 pages of the order list
+ * followed by their `next` links, then asked for in random order. Prints the
+ * tables and the targets as ratios, warns when a
  * peer's body differs from the service's v1 body, and writes
  * bench/results/latest.json.
  *
@@ -28,7 +30,7 @@
  * BENCH_LOAD (`wrk` or `autocannon`; default wrk when on PATH), BENCH_PEERS
  * (`fastify,hono`: which peers run), WORKERS (1), DB_POOL_MAX (the service's
  * default, 10, for the server and the peers), and BENCH_SCENARIOS (e.g.
- * `2,4`: only those of scenarios 2–6; the ceiling and scenario 1 always run),
+ * `2,4`: only those of scenarios 2–7; the ceiling and scenario 1 always run),
  * BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts), BENCH_PROFILE=1
  * to write the server's CPU profile (`--cpu-prof`) to bench/results/profile/.
  * The server is the built program, dist/orders.mjs (`make bench` builds it).
@@ -73,7 +75,7 @@ const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
 const RESULTS = `${ROOT}bench/results`;
 const SERVER_LOG = `${RESULTS}/server.log`;
 const databaseUrl = process.env.DATABASE_URL;
-/** BENCH_SCENARIOS=2,4: only those of scenarios 2–6 (the ceiling and scenario 1 always run), to profile one. */
+/** BENCH_SCENARIOS=2,4: only those of scenarios 2–7 (the ceiling and scenario 1 always run), to profile one. */
 const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
 const wanted = (scenario: string) => ONLY === undefined || ONLY.includes(scenario);
 const dataDir = `${ROOT}data-bench`;
@@ -152,6 +154,28 @@ function serverArgs(): string[] {
     .split(/\s+/)
     .filter(Boolean);
   return [...flags, ...profile, 'dist/orders.mjs'];
+}
+
+/** Scenario 7: how many pages the walk follows, the load then asking for them in random order. */
+const WALK_PAGES = 1_000;
+
+/**
+ * Scenario 7's paths: the admin's list in its default order, page after page by
+ * each answer's `Link: <…>; rel="next"` (cursor pages, contract §4), 20,000
+ * rows deep.
+ */
+async function walk(base: string, auth: Record<string, string>): Promise<string[]> {
+  const paths: string[] = [];
+  let path: string | undefined = '/v1/orders?pageSize=20';
+  while (path !== undefined && paths.length < WALK_PAGES) {
+    const answer = await fetch(`${base}${path}`, { headers: auth });
+    await answer.arrayBuffer();
+    if (answer.status !== 200) throw new Error(`the walk got ${answer.status} for ${path}`);
+    const next = /<([^>]+)>;\s*rel="next"/.exec(answer.headers.get('link') ?? '')?.[1];
+    path = next === undefined ? undefined : new URL(next, base).pathname + new URL(next, base).search;
+    if (path !== undefined) paths.push(path);
+  }
+  return paths;
 }
 
 /** Scenario 6's page: the first 100 orders by id, about 35 KB of version 2 JSON. */
@@ -363,6 +387,12 @@ async function main(): Promise<void> {
       process.stderr.write(`bench: ${name}…\n`);
       const path = `/v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`;
       const row = await load(service, { method: 'GET', paths: [path], headers: auth });
+      results[name] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
+    }
+    if (wanted('7')) {
+      const name = `7. cursor walk: ${WALK_PAGES} pages of GET /v1/orders?pageSize=20 by their next links`;
+      process.stderr.write(`bench: ${name}…\n`);
+      const row = await load(service, { method: 'GET', paths: await walk(service.url, auth), headers: auth });
       results[name] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
     }
     // What coding costs (contract §16): one page of 100 orders as identity, gzip and br, in alternating rounds.
