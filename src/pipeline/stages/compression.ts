@@ -38,19 +38,16 @@ export function compression(): Stage<Exchange> {
     if (status !== 304 && (content === null || content === undefined)) return response;
     const headers = fieldsOf(response);
     headers.set('vary', varyWith(headers.get('vary'), ['Accept-Encoding']));
-    const coding = negotiateCoding(x.header('accept-encoding'));
     if (status === 304) {
-      retag(headers, x.conditions?.ifNoneMatch ?? null, coding);
+      retag(headers, x.conditions?.ifNoneMatch ?? null, negotiateCoding(x.header('accept-encoding')));
       return response;
     }
     const bytes = content as Uint8Array;
-    if (
-      coding === undefined ||
-      bytes.byteLength < MIN_CODED_BYTES ||
-      headers.has('content-encoding') ||
-      !isCompressible(headers.get('content-type'))
-    )
-      return response;
+    // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
+    if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return response;
+    if (!isCompressible(headers.get('content-type'))) return response;
+    const coding = negotiateCoding(x.header('accept-encoding'));
+    if (coding === undefined) return response;
     const coded = await encoded(bytes, coding);
     headers.set('content-encoding', coding);
     headers.set('content-length', String(coded.byteLength));
