@@ -8,7 +8,7 @@ TESTS := $(sort $(wildcard test/*.test.ts))
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test typecheck lint format clean bench
+.PHONY: run build test typecheck lint format clean bench bench-ab
 
 node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
@@ -94,3 +94,8 @@ clean:
 # server runs with every feature on; load from wrk when installed, else autocannon.
 bench: dist/orders.mjs
 	node --import tsx bench/run.ts
+
+# Two builds of the server against each other (BENCH_AB=a.mjs,b.mjs; bench/ab.ts): a change's
+# CPU per request before and after, from the same run.
+bench-ab:
+	node --import tsx bench/ab.ts

@@ -1,0 +1,123 @@
+/**
+ * `make bench-ab` (contract §14, "every change with its before/after CPU per
+ * request from the same run"): two builds of the server, A and B
+ * (BENCH_AB=a.mjs,b.mjs, each a `dist/orders.mjs` built from the commit to
+ * compare), started side by side on the seeded benchmark database of
+ * DATABASE_URL, every feature on as in `make bench`, driven in alternating
+ * rounds (the first to go changing each round) by bench/load.mjs with
+ * scenarios 1 (GET), 3 (304) and 4 (keyed POST), or those of
+ * BENCH_AB_SCENARIOS. Prints each row's medians and B's change from A in
+ * req/s, Node CPU and PostgreSQL CPU per request.
+ *
+ * Both servers' connections name themselves `orders`, so the PostgreSQL CPU
+ * of a round is read from the backends of both: the idle one's cost nothing.
+ *
+ * Environment: as bench/run.ts (BENCH_ORDERS, BENCH_CONNECTIONS,
+ * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_RATE_LIMIT), and BENCH_ROUNDS
+ * (default 5).
+ *
+ * @example
+ * git stash && make dist/orders.mjs && cp dist/orders.mjs /tmp/a.mjs && git stash pop && make dist/orders.mjs
+ * DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_peers BENCH_AB=/tmp/a.mjs,dist/orders.mjs make bench-ab
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { prepare } from './prepare.ts';
+import { loader, loadTool, startProcess, stopProcess, type LoadResult, type Target } from './processes.ts';
+import { median, medianRow, round3 } from './report.ts';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const databaseUrl = process.env.DATABASE_URL;
+const builds = (process.env.BENCH_AB ?? '').split(',').filter(Boolean);
+if (databaseUrl === undefined || builds.length !== 2) {
+  process.stderr.write('bench-ab: set DATABASE_URL (a real server) and BENCH_AB=a.mjs,b.mjs (two built programs)\n');
+  process.exit(2);
+}
+const ROUNDS = env('BENCH_ROUNDS', 5);
+const SCENARIOS = (process.env.BENCH_AB_SCENARIOS ?? '1,3,4').split(',').map((s) => s.trim());
+
+/** A build's command line: its file with the flags of its #! line. */
+function args(file: string): string[] {
+  const line = readFileSync(file, 'utf8').split('\n', 1)[0] as string;
+  const flags = (/^#!.*?\bnode\b(.*)$/.exec(line)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+  return [...flags, resolve(file)];
+}
+
+async function main(): Promise<void> {
+  const prepared = await prepare(databaseUrl, 'data-bench', env('BENCH_ORDERS', 100_000));
+  const load = loader(
+    loadTool(),
+    {
+      connections: env('BENCH_CONNECTIONS', 32),
+      warmupSeconds: env('BENCH_WARMUP_SECONDS', 3),
+      durationSeconds: env('BENCH_SECONDS', 10),
+    },
+    databaseUrl,
+  );
+  const servers: Target[] = [];
+  const children = [];
+  try {
+    for (const file of builds) {
+      const { child, match } = await startProcess(
+        args(file),
+        { PORT: '0', RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? '1000000/60', LOG_LEVEL: 'info' },
+        /listening on (http:\/\/\S+)/,
+        'stderr',
+        '/dev/null',
+      );
+      children.push(child);
+      servers.push({ url: match[1] as string, pid: child.pid as number, application: 'orders' });
+    }
+    const auth = { authorization: `Bearer ${prepared.token}` };
+    const first = await fetch(`${servers[0]?.url}/v1/orders/${prepared.orderIds[0]}`, { headers: auth });
+    await first.arrayBuffer();
+    const etag = first.headers.get('etag') as string;
+    const scenarios: Record<string, Record<string, unknown>> = {
+      '1': { method: 'GET', paths: prepared.orderIds.map((id) => `/v1/orders/${id}`), headers: auth },
+      '3': {
+        method: 'GET',
+        paths: [`/v1/orders/${prepared.orderIds[0]}`],
+        headers: { ...auth, 'if-none-match': etag },
+      },
+      '4': {
+        method: 'POST',
+        paths: ['/v1/orders'],
+        freshIdempotencyKey: true,
+        headers: { authorization: `Bearer ${prepared.customerToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          items: [
+            { productId: 1, qty: 2 },
+            { productId: 3, qty: 1 },
+          ],
+        }),
+      },
+    };
+    const lines = ['scenario  build  req/s  Node CPU ms/req  PG CPU ms/req  B/A req/s (rounds)'];
+    for (const s of SCENARIOS) {
+      const scenario = scenarios[s];
+      if (scenario === undefined) throw new Error(`bench-ab: no scenario ${s} (1, 3 or 4)`);
+      const results: [LoadResult[], LoadResult[]] = [[], []];
+      for (let round = 0; round < ROUNDS; round += 1)
+        for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
+          process.stderr.write(`bench-ab: scenario ${s}, ${i === 0 ? 'A' : 'B'} (round ${round + 1}/${ROUNDS})…\n`);
+          results[i as 0 | 1].push(await load(servers[i] as Target, scenario));
+        }
+      const ratios = results[1].map((b, i) => round3(b.rps / (results[0][i] as LoadResult).rps));
+      for (const [i, name] of ['A', 'B'].entries()) {
+        const row = medianRow(results[i as 0 | 1]);
+        const bad =
+          row.requests - (row.statusCodes['200'] ?? 0) - (row.statusCodes['201'] ?? 0) - (row.statusCodes['304'] ?? 0);
+        lines.push(
+          `${s}  ${name}  ${row.rps}  ${row.cpuMsPerRequest}  ${row.pgCpuMsPerRequest}` +
+            (i === 1 ? `  ${round3(median(ratios))} (${ratios.join(', ')})` : '') +
+            (bad > 0 ? `  ${bad} unexpected answers: ${JSON.stringify(row.statusCodes)}` : ''),
+        );
+      }
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    for (const child of children) await stopProcess(child);
+  }
+}
+
+await main();
