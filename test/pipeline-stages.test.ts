@@ -17,7 +17,7 @@ import { bufferedResponse } from '../src/http/response.ts';
 import { createRouter } from '../src/http/router.ts';
 import { versionPolicy } from '../src/http/semantics.ts';
 import { createHttpMetrics } from '../src/metrics/http-metrics.ts';
-import { compose, type Next, type Stage } from '../src/pipeline/compose.ts';
+import { compose, pass, type Next, type Stage } from '../src/pipeline/compose.ts';
 import type { HandlerServices, ReplicaReads, RouteSpec } from '../src/pipeline/context.ts';
 import { newExchange, type Exchange } from '../src/pipeline/exchange.ts';
 import { authorize } from '../src/pipeline/stages/authorize.ts';
@@ -68,7 +68,9 @@ function exchange(path: string, init: RequestInit = {}, fields: Partial<Exchange
 }
 
 /** A `next` that answers `response` (a fresh copy each time) and counts its calls. */
-function fakeNext(make: () => Response | Promise<Response> = () => new Response('inner')): Next & { calls: number } {
+function fakeNext(
+  make: () => Response | Promise<Response> = () => new Response('inner'),
+): Next<Exchange> & { calls: number } {
   const next = Object.assign(
     async () => {
       next.calls += 1;
@@ -80,7 +82,7 @@ function fakeNext(make: () => Response | Promise<Response> = () => new Response(
 }
 
 /** The outcome of `stage` on `x`: its response, or the HttpError it threw. */
-async function outcome(stage: Stage<Exchange>, x: Exchange, next: Next): Promise<Response | HttpError> {
+async function outcome(stage: Stage<Exchange>, x: Exchange, next: Next<Exchange>): Promise<Response | HttpError> {
   try {
     return await stage(x, next);
   } catch (error) {
@@ -96,7 +98,7 @@ describe('compose()', () => {
       (name: string): Stage<string[]> =>
       async (state, next) => {
         state.push(`${name} in`);
-        const response = await next();
+        const response = await next(state);
         state.push(`${name} out`);
         return response;
       };
@@ -109,9 +111,9 @@ describe('compose()', () => {
   it('runs the rest again when a stage calls next() twice', async () => {
     let inner = 0;
     const run = compose<null>([
-      async (_state, next) => {
-        await next();
-        return next();
+      async (state, next) => {
+        await next(state);
+        return next(state);
       },
       async () => new Response(String(++inner)),
     ]);
@@ -119,9 +121,28 @@ describe('compose()', () => {
   });
 
   it('refuses a last stage that calls next(), and an empty list', async () => {
-    const run = compose<null>([async (_state, next) => next()]);
+    const run = compose<null>([async (state, next) => next(state)]);
     await assert.rejects(run(null), /the last stage called next\(\): it must answer/);
     assert.throws(() => compose([]), TypeError);
+  });
+
+  it('leaves out a pass() stage: the stages around it still run in order', async () => {
+    const seen: string[] = [];
+    const run = compose<string[]>([
+      async (state, next) => {
+        state.push('a');
+        return next(state);
+      },
+      pass(),
+      async (state) => {
+        state.push('end');
+        return new Response(null, { status: 204 });
+      },
+    ]);
+    assert.equal((await run(seen)).status, 204);
+    assert.deepEqual(seen, ['a', 'end']);
+    const alone = compose<string[]>([pass(), async () => new Response('only')]);
+    assert.equal(await (await alone([])).text(), 'only');
   });
 });
 

@@ -146,38 +146,47 @@ async function serve(
   // Anything but origin- or absolute-form gets a URL path that routes nowhere.
   const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target') as unknown as Request;
   const response = await handler(request, { remoteAddress: req.socket.remoteAddress ?? '', path });
-  await writeResponse(req, res, response, closing());
+  const streamed = writeResponse(req, res, response, closing());
+  if (streamed !== undefined) await streamed;
 }
 
-async function writeResponse(
+/**
+ * Writes `response` to `res`: at once when its bytes are in memory (every
+ * JSON response), else a promise of its streamed body written out.
+ */
+function writeResponse(
   req: IncomingMessage,
   res: ServerResponse,
   response: Response,
   closing: boolean,
-): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
+): Promise<void> | undefined {
+  // The fields as node's flat list (name, value, name, value…): no object
+  // keyed by field names to build for each response.
+  const fields: string[] = [];
+  let length = false;
   fieldsOf(response).forEach((value, name) => {
-    headers[name] = value;
+    if (name === 'content-length') length = true;
+    fields.push(name, value);
   });
   // A body the handler did not read to the end (a 413, say) leaves the
-  // connection in an unknown state: close it after this response.
-  if (!req.complete && req.method !== 'GET' && req.method !== 'HEAD') headers.connection = 'close';
-  // Shutting down: this connection ends after this response.
-  if (closing) headers.connection = 'close';
+  // connection in an unknown state, and a server shutting down ends it:
+  // close the connection after this response.
+  if (closing || (!req.complete && req.method !== 'GET' && req.method !== 'HEAD')) fields.push('connection', 'close');
   const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
-  // Bytes in memory (every JSON response) go to the socket as they are, in
-  // one write with the head: no web stream.
+  // Bytes in memory go to the socket as they are, in one write with the head: no web stream.
   const content = contentOf(response);
   if (content !== undefined) {
-    if (content !== null && headers['content-length'] === undefined)
-      headers['content-length'] = String(content.byteLength);
-    res.writeHead(response.status, headers);
+    if (content !== null && !length) fields.push('content-length', String(content.byteLength));
+    res.writeHead(response.status, fields);
     if (content === null || noContent) res.end();
     else res.end(content);
-    return;
+    return undefined;
   }
-  res.writeHead(response.status, headers);
-  const body = response.body;
+  res.writeHead(response.status, fields);
+  return streamBody(res, response.body, noContent);
+}
+
+async function streamBody(res: ServerResponse, body: ReadableStream | null, noContent: boolean): Promise<void> {
   if (body === null || noContent) {
     await body?.cancel();
     res.end();

@@ -69,7 +69,10 @@ class FieldMap implements Fields {
   }
 
   forEach(callback: (value: string, name: string) => void): void {
-    for (const [name, value] of this.#map) callback(value, name);
+    // The map's own forEach gives (value, name) as they are: no entry array per field.
+    this.#map.forEach((value, name) => {
+      callback(value, name);
+    });
   }
 }
 

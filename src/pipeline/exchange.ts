@@ -118,22 +118,55 @@ export function routeOf(x: Exchange): RouteSpec {
 
 /** What the handler (and a route's `currentTag`) sees of the exchange. */
 export function contextOf(x: Exchange): RequestContext {
-  return {
-    request: x.request,
-    header: x.header,
-    conditions: x.conditions ?? NO_CONDITIONS,
-    url: x.url,
-    params: x.params,
-    version: x.version ?? 1,
-    contentType: x.contentType ?? JSON_TYPE,
-    requestId: x.requestId,
-    body: x.body,
-    principal: x.principal,
-    services: x.services,
-    get db() {
-      return dbOf(x);
-    },
-  };
+  return new ExchangeContext(x);
+}
+
+/**
+ * The handler's view of an exchange: its fields read through, as the stages
+ * left them, with the defaults a handler may rely on. One small object per
+ * request, its getters on the prototype.
+ */
+class ExchangeContext implements RequestContext {
+  readonly #x: Exchange;
+  constructor(x: Exchange) {
+    this.#x = x;
+  }
+  get request(): Request {
+    return this.#x.request;
+  }
+  header(name: string): string | null {
+    return this.#x.header(name);
+  }
+  get conditions(): Conditions {
+    return this.#x.conditions ?? NO_CONDITIONS;
+  }
+  get url(): URL {
+    return this.#x.url;
+  }
+  get params(): Params {
+    return this.#x.params;
+  }
+  get version(): Version {
+    return this.#x.version ?? 1;
+  }
+  get contentType(): string {
+    return this.#x.contentType ?? JSON_TYPE;
+  }
+  get requestId(): string {
+    return this.#x.requestId;
+  }
+  get body(): Uint8Array {
+    return this.#x.body;
+  }
+  get principal(): Principal | undefined {
+    return this.#x.principal;
+  }
+  get services(): HandlerServices {
+    return this.#x.services;
+  }
+  get db(): Db {
+    return dbOf(this.#x);
+  }
 }
 
 /**

@@ -21,6 +21,6 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
     } else if (limits !== undefined && limits.limited(route) === true) {
       await countOrRefuse(x, limits, 'addresses', addressGroup(x.address));
     }
-    return next();
+    return next(x);
   };
 }

@@ -21,6 +21,6 @@ export function bodyAndDeadline({ maxBodyBytes, bodyTimeoutMs, deadlineMs }: Bod
   return async (x, next) => {
     const { body } = x.request;
     if (body !== null) x.body = await readBody(body, x.header('content-length'), maxBodyBytes, bodyTimeoutMs);
-    return withDeadline(next(), deadlineMs);
+    return withDeadline(next(x), deadlineMs);
   };
 }

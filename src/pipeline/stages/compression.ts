@@ -31,7 +31,7 @@ import type { Exchange } from '../exchange.ts';
 
 export function compression(): Stage<Exchange> {
   return async (x, next) => {
-    const response = await next();
+    const response = await next(x);
     const { status } = response;
     const content = contentOf(response);
     // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.

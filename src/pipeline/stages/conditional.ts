@@ -31,7 +31,7 @@ export function conditional(cacheMaxAge: number): Stage<Exchange> {
       if (early !== undefined) return early;
       if (x.tagOnly) return MISSED;
     }
-    const response = await next();
+    const response = await next(x);
     return response.status < 300 ? finish(method, conditions, response, options) : response;
   };
 }

@@ -16,7 +16,7 @@ export function cors(allowOrigin: ((origin: string | null) => string | undefined
     const origin = allowOrigin(x.header('origin'));
     x.preflight =
       origin !== undefined && isPreflight(x.request.method, origin, x.header('access-control-request-method'));
-    const response = await next();
+    const response = await next(x);
     const headers = fieldsOf(response);
     if (x.preflight && x.match?.kind === 'options' && response.status === 204) {
       for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? '')) {

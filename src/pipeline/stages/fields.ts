@@ -11,7 +11,7 @@ import type { Exchange } from '../exchange.ts';
 
 export function representationFields(versions: VersionPolicy): Stage<Exchange> {
   return async (x, next) => {
-    const response = await next();
+    const response = await next(x);
     const headers = fieldsOf(response);
     const { route } = x;
     if (route !== undefined) {

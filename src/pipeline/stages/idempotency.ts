@@ -16,11 +16,11 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
   return async (x, next) => {
     const { principal } = x;
     const { method } = x.request;
-    if (method !== 'POST' || principal === undefined) return next();
+    if (method !== 'POST' || principal === undefined) return next(x);
     const parsed = parseIdempotencyKey(x.header('idempotency-key'));
     if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
     if (parsed.key === undefined) {
-      if (routeOf(x).idempotency !== 'required') return next();
+      if (routeOf(x).idempotency !== 'required') return next(x);
       throw new HttpError(400, 'idempotency-key-missing', {
         detail: `${method} ${x.url.pathname} needs an Idempotency-Key header.`,
       });
@@ -40,7 +40,7 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
       request,
       (savepoint) => {
         x.savepoint = savepoint;
-        return next();
+        return next(x);
       },
       finishing,
       routeOf(x).refusesBeforeWriting !== true,

@@ -75,7 +75,7 @@ export async function countOrRefuse(x: Exchange, limits: Limits, table: LimitTab
 export function addressLimit(limits: Limits | undefined): Stage<Exchange> {
   if (limits === undefined) return pass();
   return async (x, next) => {
-    let response = await next();
+    let response = await next(x);
     const limited = limits.limited(x.route);
     const exempt =
       limited === 'never' ||

@@ -13,23 +13,35 @@ import type { Exchange } from '../exchange.ts';
 
 export function observe(log: Logger, metrics: HttpMetrics, router: Router<RouteSpec>): Stage<Exchange> {
   return async (x, next) => {
-    const response = await next();
+    const response = await next(x);
     fieldsOf(response).set('x-request-id', x.requestId);
     const seconds = (performance.now() - x.started) / 1000;
-    log.info('request', {
+    // One shape of object for every line (no spread), `aborted` set only on a request whose client went away.
+    const line: RequestLine = {
       requestId: x.requestId,
       method: x.request.method,
       path: x.path,
       status: x.aborted ? null : response.status,
-      ...(x.aborted ? { aborted: true } : {}),
       durationMs: Math.round(seconds * 100_000) / 100,
       userId: x.principal?.userId ?? null,
       clientAddress: x.address,
-    });
+    };
+    if (x.aborted) log.info('request', { ...line, aborted: true });
+    else log.info('request', line);
     metrics.request(patternOf(x, router), x.request.method, x.aborted ? undefined : response.status, seconds);
     return response;
   };
 }
+
+type RequestLine = {
+  requestId: string;
+  method: string;
+  path: string;
+  status: number | null;
+  durationMs: number;
+  userId: number | null;
+  clientAddress: string;
+};
 
 /**
  * The route pattern a request is counted under: its route's, or its path's

@@ -15,7 +15,7 @@ import type { Exchange } from '../exchange.ts';
 export function problems(log: Logger): Stage<Exchange> {
   return async (x, next) => {
     try {
-      return await next();
+      return await next(x);
     } catch (error) {
       if (error instanceof ClientAbortError) {
         x.aborted = true;

@@ -51,24 +51,24 @@ export function replicaReads(reads: ReplicaReads | undefined, primary: Database,
     const { method } = x.request;
     if (method !== 'GET' && method !== 'HEAD') {
       try {
-        return await next();
+        return await next(x);
       } finally {
         if (x.principal !== undefined) await recordWrite(x.principal.userId, x.requestId);
       }
     }
     const source = routeOf(x).replica === true ? await readerFor(x.principal) : primary;
-    if (source === primary) return next();
+    if (source === primary) return next(x);
     const onPrimary = () => {
       x.source = primary;
       x.handle = undefined;
       x.tagOnly = false;
-      return next();
+      return next(x);
     };
     try {
       x.source = source;
       const conditional = x.header('if-none-match') !== null;
       x.tagOnly = conditional;
-      const response = await next();
+      const response = await next(x);
       if (response === MISSED || (conditional && response.status !== 304)) return onPrimary();
       return response;
     } catch (error) {

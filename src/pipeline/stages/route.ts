@@ -37,14 +37,14 @@ export function route(router: Router<RouteSpec>): Stage<Exchange> {
     }
     x.route = match.handler;
     x.params = match.params;
-    return next();
+    return next(x);
   };
 }
 
 export function negotiation(versions: VersionPolicy): Stage<Exchange> {
   return async (x, next) => {
     const route = routeOf(x);
-    if (route.versioned === false) return next();
+    if (route.versioned === false) return next(x);
     const negotiated = negotiate(x.header('accept'), x.version);
     if (negotiated.ok) {
       x.version = negotiated.version;
@@ -57,6 +57,6 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange> {
       throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
     }
     if (x.version === 1) versions.refuseWhenSunset(x.url.pathname);
-    return next();
+    return next(x);
   };
 }
