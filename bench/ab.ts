@@ -13,8 +13,10 @@
  * of a round is read from the backends of both: the idle one's cost nothing.
  *
  * Environment: as bench/run.ts (BENCH_ORDERS, BENCH_CONNECTIONS,
- * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_RATE_LIMIT), and BENCH_ROUNDS
- * (default 5).
+ * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_RATE_LIMIT), BENCH_ROUNDS
+ * (default 5), and BENCH_AB_ENV_A / BENCH_AB_ENV_B: settings for one build
+ * only (`DB_POOL_MAX=4,LOG_LEVEL=warn`), to compare two configurations of
+ * one build (BENCH_AB=dist/orders.mjs,dist/orders.mjs).
  *
  * @example
  * git stash && make dist/orders.mjs && cp dist/orders.mjs /tmp/a.mjs && git stash pop && make dist/orders.mjs
@@ -35,6 +37,12 @@ if (databaseUrl === undefined || builds.length !== 2) {
 }
 const ROUNDS = env('BENCH_ROUNDS', 5);
 const SCENARIOS = (process.env.BENCH_AB_SCENARIOS ?? '1,3,4').split(',').map((s) => s.trim());
+
+/** BENCH_AB_ENV_A or _B: `NAME=value,NAME=value`. */
+function settingsOf(name: string): Record<string, string> {
+  const pairs = (process.env[name] ?? '').split(',').filter(Boolean);
+  return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
+}
 
 /** A build's command line: its file with the flags of its #! line. */
 function args(file: string): string[] {
@@ -57,10 +65,15 @@ async function main(): Promise<void> {
   const servers: Target[] = [];
   const children = [];
   try {
-    for (const file of builds) {
+    for (const [i, file] of builds.entries()) {
       const { child, match } = await startProcess(
         args(file),
-        { PORT: '0', RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? '1000000/60', LOG_LEVEL: 'info' },
+        {
+          PORT: '0',
+          RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? '1000000/60',
+          LOG_LEVEL: 'info',
+          ...settingsOf(i === 0 ? 'BENCH_AB_ENV_A' : 'BENCH_AB_ENV_B'),
+        },
         /listening on (http:\/\/\S+)/,
         'stderr',
         '/dev/null',
