@@ -22,10 +22,17 @@
  * git stash && make dist/orders.mjs && cp dist/orders.mjs /tmp/a.mjs && git stash pop && make dist/orders.mjs
  * DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_peers BENCH_AB=/tmp/a.mjs,dist/orders.mjs make bench-ab
  */
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { prepare } from './prepare.ts';
-import { loader, loadTool, startProcess, stopProcess, type LoadResult, type Target } from './processes.ts';
+import {
+  loader,
+  loadTool,
+  shebangFlags,
+  startProcess,
+  stopProcess,
+  type LoadResult,
+  type Target,
+} from './processes.ts';
 import { median, medianRow, round3 } from './report.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -45,11 +52,7 @@ function settingsOf(name: string): Record<string, string> {
 }
 
 /** A build's command line: its file with the flags of its #! line. */
-function args(file: string): string[] {
-  const line = readFileSync(file, 'utf8').split('\n', 1)[0] as string;
-  const flags = (/^#!.*?\bnode\b(.*)$/.exec(line)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
-  return [...flags, resolve(file)];
-}
+const args = (file: string): string[] => [...shebangFlags(file), resolve(file)];
 
 async function main(): Promise<void> {
   const prepared = await prepare(databaseUrl, 'data-bench', env('BENCH_ORDERS', 100_000));

@@ -102,6 +102,12 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** The node flags of a built program's `#!` line (scripts/build.mjs), to start it with the node running the bench. */
+export function shebangFlags(file: string): string[] {
+  const line = readFileSync(file, 'utf8').split('\n', 1)[0] as string;
+  return (/^#!.*?\bnode\b(.*)$/.exec(line)?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+}
+
 /** Peak resident set (VmHWM) of a process and its children, in MB. */
 export function peakRss(pid: number): number {
   const pids = [pid];

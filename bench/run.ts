@@ -36,13 +36,14 @@
  * The server is the built program, dist/orders.mjs (`make bench` builds it).
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { checkBodies, type BodyCheck } from './body-checks.ts';
 import { prepare, type Prepared } from './prepare.ts';
 import {
   loader,
   loadTool,
   peakRss,
+  shebangFlags,
   startProcess,
   stopProcess,
   type Load,
@@ -147,12 +148,7 @@ async function startPeers(): Promise<Peer[]> {
 function serverArgs(): string[] {
   // BENCH_PROFILE=1 writes the server's CPU profile to bench/results/profile/ on exit.
   const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
-  const flags = (
-    /^#!.*?\bnode\b(.*)$/m.exec(readFileSync(`${ROOT}dist/orders.mjs`, 'utf8').split('\n', 1)[0] as string)?.[1] ?? ''
-  )
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean);
+  const flags = shebangFlags(`${ROOT}dist/orders.mjs`);
   return [...flags, ...profile, 'dist/orders.mjs'];
 }
 
