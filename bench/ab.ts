@@ -23,7 +23,7 @@
  * DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_peers BENCH_AB=/tmp/a.mjs,dist/orders.mjs make bench-ab
  */
 import { resolve } from 'node:path';
-import { prepare } from './prepare.ts';
+import { prepare, serviceLoads } from './prepare.ts';
 import {
   loader,
   loadTool,
@@ -84,30 +84,14 @@ async function main(): Promise<void> {
       children.push(child);
       servers.push({ url: match[1] as string, pid: child.pid as number, application: 'orders' });
     }
-    const auth = { authorization: `Bearer ${prepared.token}` };
-    const first = await fetch(`${servers[0]?.url}/v1/orders/${prepared.orderIds[0]}`, { headers: auth });
+    const first = await fetch(`${servers[0]?.url}/v1/orders/${prepared.orderIds[0]}`, {
+      headers: { authorization: `Bearer ${prepared.token}` },
+    });
     await first.arrayBuffer();
-    const etag = first.headers.get('etag') as string;
-    const scenarios: Record<string, Record<string, unknown>> = {
-      '1': { method: 'GET', paths: prepared.orderIds.map((id) => `/v1/orders/${id}`), headers: auth },
-      '3': {
-        method: 'GET',
-        paths: [`/v1/orders/${prepared.orderIds[0]}`],
-        headers: { ...auth, 'if-none-match': etag },
-      },
-      '4': {
-        method: 'POST',
-        paths: ['/v1/orders'],
-        freshIdempotencyKey: true,
-        headers: { authorization: `Bearer ${prepared.customerToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          items: [
-            { productId: 1, qty: 2 },
-            { productId: 3, qty: 1 },
-          ],
-        }),
-      },
-    };
+    const scenarios: Record<string, Record<string, unknown>> = serviceLoads(
+      prepared,
+      first.headers.get('etag') as string,
+    );
     const lines = ['scenario  build  req/s  Node CPU ms/req  PG CPU ms/req  B/A req/s (rounds)'];
     for (const s of SCENARIOS) {
       const scenario = scenarios[s];

@@ -54,6 +54,42 @@ export interface Prepared {
   busiest: number;
 }
 
+/** Scenario 4's order (and the peers' POST): two items of the seeded catalog. */
+export const ORDER_BODY = JSON.stringify({
+  items: [
+    { productId: 1, qty: 2 },
+    { productId: 3, qty: 1 },
+  ],
+});
+export const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** The customer's headers for scenario 4. */
+export const customerHeaders = (prepared: Prepared) => ({
+  authorization: `Bearer ${prepared.customerToken}`,
+  ...JSON_TYPE,
+});
+
+/**
+ * The service's loads of scenarios 1 (random GETs), 3 (the 304 of `etag`,
+ * the first order's tag) and 4 (keyed POSTs), as bench/load.mjs takes them:
+ * `make bench` and `make bench-ab` drive the same requests.
+ */
+export function serviceLoads(prepared: Prepared, etag: string): Record<'1' | '3' | '4', Record<string, unknown>> {
+  const auth = { authorization: `Bearer ${prepared.token}` };
+  const ids = prepared.orderIds;
+  return {
+    '1': { method: 'GET', paths: ids.map((id) => `/v1/orders/${id}`), headers: auth },
+    '3': { method: 'GET', paths: [`/v1/orders/${ids[0]}`], headers: { ...auth, 'if-none-match': etag } },
+    '4': {
+      method: 'POST',
+      paths: ['/v1/orders'],
+      freshIdempotencyKey: true,
+      headers: customerHeaders(prepared),
+      body: ORDER_BODY,
+    },
+  };
+}
+
 /** Creates the database `url` names when the server does not have it yet. */
 async function ensureDatabase(url: string, dataDir: string): Promise<void> {
   const target = new URL(url);

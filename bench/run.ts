@@ -38,7 +38,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { checkBodies, type BodyCheck } from './body-checks.ts';
-import { prepare, type Prepared } from './prepare.ts';
+import { customerHeaders, JSON_TYPE, ORDER_BODY, prepare, serviceLoads, type Prepared } from './prepare.ts';
 import {
   loader,
   loadTool,
@@ -213,13 +213,6 @@ async function codings(
 }
 
 const LIST = '/orders?status=pending&sort=-createdAt&pageSize=20';
-const ORDER_BODY = JSON.stringify({
-  items: [
-    { productId: 1, qty: 2 },
-    { productId: 3, qty: 1 },
-  ],
-});
-const JSON_TYPE = { 'content-type': 'application/json' };
 
 /** A scenario of the service with the peers' same route, measured in the same rounds. */
 interface Pair {
@@ -232,22 +225,18 @@ interface Pair {
   also?: Contender;
 }
 
-const customerHeaders = (prepared: Prepared) => ({
-  authorization: `Bearer ${prepared.customerToken}`,
-  ...JSON_TYPE,
-});
-
 /** Scenarios 1 (with 3), 2 and 4, each with the peers' same route. */
 function pairs(service: Target, prepared: Prepared, etag: string): Pair[] {
   const auth = { authorization: `Bearer ${prepared.token}` };
   const ids = prepared.orderIds;
+  const loads = serviceLoads(prepared, etag);
   return [
     {
       scenario: '1',
       own: {
         row: '1. GET /v1/orders/{random id}',
         target: service,
-        scenario: { method: 'GET', paths: ids.map((id) => `/v1/orders/${id}`), headers: auth },
+        scenario: loads['1'],
       },
       route: 'GET /orders/{random id}',
       peer: { method: 'GET', paths: ids.map((id) => `/orders/${id}`) },
@@ -256,7 +245,7 @@ function pairs(service: Target, prepared: Prepared, etag: string): Pair[] {
             also: {
               row: '3. GET /v1/orders/{id} If-None-Match (304)',
               target: service,
-              scenario: { method: 'GET', paths: [`/v1/orders/${ids[0]}`], headers: { ...auth, 'if-none-match': etag } },
+              scenario: loads['3'],
             },
           }
         : {}),
@@ -276,13 +265,7 @@ function pairs(service: Target, prepared: Prepared, etag: string): Pair[] {
       own: {
         row: '4. POST /v1/orders, fresh Idempotency-Key',
         target: service,
-        scenario: {
-          method: 'POST',
-          paths: ['/v1/orders'],
-          freshIdempotencyKey: true,
-          headers: customerHeaders(prepared),
-          body: ORDER_BODY,
-        },
+        scenario: loads['4'],
       },
       route: 'POST /orders, fresh Idempotency-Key',
       peer: { method: 'POST', paths: ['/orders'], freshIdempotencyKey: true, headers: JSON_TYPE, body: ORDER_BODY },
