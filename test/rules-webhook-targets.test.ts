@@ -27,7 +27,7 @@ const ADDRESSES: readonly (readonly [string, string, boolean])[] = [
   ['just above 172.16/12', '172.32.0.0', false],
   ['IETF protocol assignments 192.0.0/24', '192.0.0.8', true],
   ['TEST-NET-1', '192.0.2.1', true],
-  ['6to4 relay anycast 192.88.99/24 (not listed)', '192.88.99.1', false],
+  ['deprecated 6to4 relay anycast 192.88.99/24 (N/A: not globally reachable)', '192.88.99.1', true],
   ['private 192.168/16', '192.168.1.1', true],
   ['benchmarking 198.18/15', '198.19.255.1', true],
   ['TEST-NET-2', '198.51.100.1', true],
@@ -43,7 +43,7 @@ const ADDRESSES: readonly (readonly [string, string, boolean])[] = [
   ['IPv4-compatible of a public address (::/96)', '::8.8.8.8', true],
   ['IPv4-mapped loopback, dotted', '::ffff:127.0.0.1', true],
   ['IPv4-mapped, dotted, upper-case', '::FFFF:10.0.0.1', true],
-  ['IPv4-mapped public, dotted: checked as the IPv4 address', '::ffff:8.8.8.8', false],
+  ['IPv4-mapped public, dotted: ::ffff:0:0/96 is not globally reachable', '::ffff:8.8.8.8', true],
   ['IPv4-mapped public, hex: refused by ::ffff:0:0/96', '::ffff:808:808', true],
   ['IPv4-translated ::ffff:0:0:0/96', '::ffff:0:808:808', true],
   ['NAT64 64:ff9b::/96 of loopback', '64:ff9b::7f00:1', true],
@@ -118,6 +118,10 @@ const TARGETS: readonly (readonly [string, string, boolean, TargetCheck])[] = [
   ['IPv4-mapped public (the URL parser writes it as hex)', 'http://[::ffff:8.8.8.8]/', false, PRIVATE],
   ['NAT64', 'http://[64:ff9b::7f00:1]/', false, PRIVATE],
   ['6to4', 'http://[2002:7f00:1::]/', false, PRIVATE],
+  ['benchmarking 2001:2::/48', 'http://[2001:2::1]/', false, PRIVATE],
+  ['documentation 3fff::/20', 'http://[3fff::1]/', false, PRIVATE],
+  ['SRv6 SIDs 5f00::/16', 'http://[5f00::1]/', false, PRIVATE],
+  ['deprecated ORCHID 2001:10::/28', 'http://[2001:10::1]/', false, PRIVATE],
   ['Teredo', 'http://[2001::1]/', false, PRIVATE],
   ['unique local', 'http://[fd00::1]/', false, PRIVATE],
   ['link-local', 'http://[fe80::1]/', false, PRIVATE],
@@ -134,6 +138,73 @@ const TARGETS: readonly (readonly [string, string, boolean, TargetCheck])[] = [
   ['private allowed: a name in IDNA form', 'https://bücher.invalid/', true, ok('https://xn--bcher-kva.invalid/')],
   ['private allowed, still http(s) only', 'ftp://localhost/', true, NOT_HTTP],
 ];
+
+/**
+ * The registries block by block (src/webhooks/special-addresses.ts): each block, then its first and last
+ * address, and the address just outside each end where it falls in no other block, after ` | `: `-` refused,
+ * `+` allowed.
+ */
+const REGISTRY: readonly string[] = [
+  '0.0.0.0/8 | -0.0.0.0 -0.255.255.255 +1.0.0.0',
+  '10.0.0.0/8 | -10.0.0.0 -10.255.255.255 +9.255.255.255 +11.0.0.0',
+  '100.64.0.0/10 | -100.64.0.0 -100.127.255.255 +100.63.255.255 +100.128.0.0',
+  '127.0.0.0/8 | -127.0.0.0 -127.255.255.255 +126.255.255.255 +128.0.0.0',
+  '169.254.0.0/16 | -169.254.0.0 -169.254.255.255 +169.253.255.255 +169.255.0.0',
+  '172.16.0.0/12 | -172.16.0.0 -172.31.255.255 +172.15.255.255 +172.32.0.0',
+  '192.0.0.0/24 | -192.0.0.0 -192.0.0.255 +191.255.255.255 +192.0.1.0',
+  '192.0.0.0/29 | -192.0.0.7',
+  '192.0.0.8/32 | -192.0.0.8',
+  '192.0.0.9/32: globally reachable, inside 192.0.0.0/24 | +192.0.0.9',
+  '192.0.0.10/32: globally reachable | +192.0.0.10 -192.0.0.11',
+  '192.0.0.170/32, 192.0.0.171/32 | -192.0.0.170 -192.0.0.171',
+  '192.0.2.0/24 | -192.0.2.0 -192.0.2.255 +192.0.3.0',
+  '192.31.196.0/24: globally reachable | +192.31.196.0 +192.31.196.255',
+  '192.52.193.0/24: globally reachable | +192.52.193.0 +192.52.193.255',
+  '192.88.99.0/24: N/A | -192.88.99.0 -192.88.99.255 +192.88.98.255 +192.88.100.0',
+  '192.88.99.2/32 | -192.88.99.2',
+  '192.168.0.0/16 | -192.168.0.0 -192.168.255.255 +192.167.255.255 +192.169.0.0',
+  '192.175.48.0/24: globally reachable | +192.175.48.0 +192.175.48.255',
+  '198.18.0.0/15 | -198.18.0.0 -198.19.255.255 +198.17.255.255 +198.20.0.0',
+  '198.51.100.0/24 | -198.51.100.0 -198.51.100.255 +198.51.99.255 +198.51.101.0',
+  '203.0.113.0/24 | -203.0.113.0 -203.0.113.255 +203.0.112.255 +203.0.114.0',
+  '240.0.0.0/4 | -240.0.0.0 -255.255.255.254',
+  '255.255.255.255/32 | -255.255.255.255',
+  'beyond: multicast 224.0.0.0/4 | -224.0.0.0 -239.255.255.255 +223.255.255.255',
+  '::1/128, ::/128 | -::1 -::',
+  '::ffff:0:0/96 | -::ffff:0:0 -::ffff:ffff:ffff',
+  '64:ff9b::/96: globally reachable, refused beyond (a translator): -64:ff9b: | -64:ff9b::ffff:ffff',
+  '64:ff9b:1::/48: -64:ff9b:1: | -64:ff9b:1:ffff:ffff:ffff:ffff:ffff',
+  '100::/64, 100:0:0:1::/64: -100: | -100:0:0:1:ffff:ffff:ffff:ffff',
+  '2001::/23 | -2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff +2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff +2001:200::',
+  '2001::/32: N/A: -2001: | -2001:0:ffff:ffff:ffff:ffff:ffff:ffff',
+  '2001:1::1-3/128: globally reachable | +2001:1::1 +2001:1::2 +2001:1::3 -2001:1::4',
+  '2001:2::/48: -2001:2: | -2001:2:0:ffff:ffff:ffff:ffff:ffff -2001:2:1::',
+  '2001:3::/32: globally reachable: +2001:3: | +2001:3:ffff:ffff:ffff:ffff:ffff:ffff',
+  '2001:4:112::/48: globally reachable: +2001:4:112: | -2001:4:111:ffff:ffff:ffff:ffff:ffff -2001:4:113::',
+  '2001:10::/28: -2001:10: | -2001:1f:ffff:ffff:ffff:ffff:ffff:ffff',
+  '2001:20::/28, 2001:30::/28: globally reachable: +2001:20: | +2001:3f:ffff:ffff:ffff:ffff:ffff:ffff -2001:40::',
+  '2001:db8::/32: -2001:db8: | -2001:db8:ffff:ffff:ffff:ffff:ffff:ffff +2001:db7:ffff:ffff:ffff:ffff:ffff:ffff',
+  '2001:db8::/32: -2001:db8: | +2001:db9::',
+  '2002::/16: N/A: -2002: | -2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff +2003::',
+  '2620:4f:8000::/48: globally reachable: +2620:4f:8000: | +2620:4f:8000:ffff:ffff:ffff:ffff:ffff',
+  '3fff::/20: -3fff: | -3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff +3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff +3fff:1000::',
+  '5f00::/16: -5f00: | -5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+  'fc00::/7 | -fc00:: -fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+  'fe80::/10 | -fe80:: -febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+  'beyond: outside 2000::/3 (global unicast) | -1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff -4000::',
+  'beyond: inside 2000::/3 (global unicast) | +2000:: +3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+];
+
+for (const row of REGISTRY) {
+  const [block, cases] = row.split(' | ') as [string, string];
+  test(`isPrivateAddress, the registries: ${block}`, () => {
+    const expected = cases.split(' ').map((c) => [c.slice(1), c.startsWith('-')] as const);
+    assert.deepEqual(
+      expected.map(([address]) => [address, isPrivateAddress(address)]),
+      expected,
+    );
+  });
+}
 
 for (const [name, address, expected] of ADDRESSES) {
   test(`isPrivateAddress: ${name} (${JSON.stringify(address)}) → ${expected}`, () => {

@@ -147,7 +147,7 @@ export function addressGroup(address: string): string {
 }
 
 /** The eight 16-bit groups of an IPv6 address (its zone ignored), or `undefined` when it is not one. */
-function ipv6Hextets(address: string): number[] | undefined {
+export function ipv6Hextets(address: string): number[] | undefined {
   const zone = address.indexOf('%');
   const bare = zone === -1 ? address : address.slice(0, zone);
   if (!isIPv6(bare)) return undefined;

@@ -1,63 +1,18 @@
 /**
  * Webhook targets (contract §15): http(s) only, and never a private, loopback,
- * link-local or otherwise internal address unless WEBHOOK_ALLOW_PRIVATE=1.
+ * link-local or otherwise special-purpose address (special-addresses.ts: the
+ * IANA registries' blocks that are not globally reachable) unless
+ * WEBHOOK_ALLOW_PRIVATE=1.
  * Checked when an endpoint is created, and again inside the connection of
  * every delivery (the address checked is the address connected to, so a DNS
  * answer that changes between check and use cannot slip past).
  */
 import { lookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { isPrivateAddress } from './special-addresses.ts';
 
-const PRIVATE_V4 = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  PRIVATE_V4.addSubnet(network, prefix, 'ipv4');
-
-// IPv6 ranges that are internal, or that embed or tunnel to an IPv4 address
-// (IPv4-compatible and -translated, NAT64, 6to4, Teredo): all refused.
-const PRIVATE_V6 = new BlockList();
-for (const [network, prefix] of [
-  ['::', 96],
-  ['::ffff:0:0', 96],
-  ['::ffff:0:0:0', 96],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001::', 32],
-  ['2001:db8::', 32],
-  ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const)
-  PRIVATE_V6.addSubnet(network, prefix, 'ipv6');
-
-/** True for an address a webhook must not reach from here. */
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return PRIVATE_V4.check(address, 'ipv4');
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    return mapped ? PRIVATE_V4.check(mapped[1] as string, 'ipv4') : PRIVATE_V6.check(address, 'ipv6');
-  }
-  return true;
-}
+export { isPrivateAddress };
 
 /** The target in normal form (`new URL().href`), or why it is refused. */
 export type TargetCheck =
