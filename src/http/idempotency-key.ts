@@ -4,6 +4,7 @@
  * fingerprint, and which results are stored.
  */
 import { createHash } from 'node:crypto';
+import { canonicalJsonText } from './canonical-json.ts';
 import { jsonText } from './json-body.ts';
 import { MAX_JSON_DEPTH } from './json-scan.ts';
 
@@ -38,22 +39,10 @@ export function parseIdempotencyKey(value: string | null): KeyParse {
 
 const INVALID = `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters, bare or as a quoted string.`;
 
-/** JSON with object keys sorted at every depth, so that equal bodies serialize equally. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
 /**
  * The request's fingerprint: method, path with its version, and the body
- * parsed and re-serialized with sorted keys (a body that is not JSON counts
- * by its bytes).
+ * re-serialized with sorted keys, its numbers compared by their exact decimal
+ * value (canonical-json.ts; a body that is not JSON counts by its bytes).
  */
 export function fingerprint(method: string, path: string, body: Uint8Array): string {
   const hash = createHash('sha256').update(`${method} ${path}\n`);
@@ -64,18 +53,18 @@ export function fingerprint(method: string, path: string, body: Uint8Array): str
 
 /** `body` as canonical JSON; undefined when it is not UTF-8 JSON within the limits of contract §11. */
 function canonicalBody(body: Uint8Array): string | undefined {
-  // canonicalJson() recurses and sorts: a body nested past the limit, or too big to walk (both refused
+  // canonicalJsonText() recurses and sorts: a body nested past the limit, or too big to walk (both refused
   // later, 400 and 422), counts by its bytes (contract §11: no request blocks the event loop).
   const read = jsonText(body);
   if (read === null || read.shape.depth > MAX_JSON_DEPTH || read.shape.oversize !== undefined) return undefined;
-  let value: unknown;
   try {
-    value = JSON.parse(read.text);
+    // JSON.parse says whether it is JSON at all; the canonical form is read from the text, numbers as written.
+    JSON.parse(read.text);
   } catch (error) {
     if (error instanceof SyntaxError) return undefined;
     throw error;
   }
-  return canonicalJson(value);
+  return canonicalJsonText(read.text);
 }
 
 /**

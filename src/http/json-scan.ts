@@ -196,7 +196,7 @@ function afterBlanks(text: string, start: number): number {
 }
 
 /** The index of the quote that closes the string whose opening quote is at `start`. */
-function stringEnd(text: string, start: number): number {
+export function stringEnd(text: string, start: number): number {
   for (let i = start + 1; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     if (c === BACKSLASH) i += 1;
