@@ -8,7 +8,7 @@ TESTS := $(sort $(wildcard test/*.test.ts))
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test typecheck lint format clean bench bench-ab
+.PHONY: run build test typecheck lint format clean bench bench-ab bench-hostile
 
 node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
@@ -99,3 +99,8 @@ bench: dist/orders.mjs
 # CPU per request before and after, from the same run.
 bench-ab:
 	node --import tsx bench/ab.ts
+
+# What the attacks of contract §11 cost the built program (bench/hostile.ts): each on a server of its own, its
+# answers, peak RSS, CPU time and the slowest /healthz of another client meanwhile. PROGRAM=… measures another build.
+bench-hostile: dist/orders.mjs
+	node --import tsx bench/hostile.ts

@@ -67,9 +67,11 @@ function listShape(label: string, sql: PageSql, request: PageRequest, statement 
 }
 
 type OrderQuery = ListQuery<OrderSortKey, OrderFilters>;
+/** The key parseListQuery() checks a cursor with: none is parsed here (the positions come from SQL), so any will do. */
+const QUERY_KEY = new Uint8Array(32);
 
 function orderQuery(qs: string): OrderQuery {
-  const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST);
+  const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST, '/orders', QUERY_KEY);
   if (!parsed.ok) throw new Error(`${qs}: ${JSON.stringify(parsed.errors)}`);
   return parsed.value;
 }

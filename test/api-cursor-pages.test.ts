@@ -5,8 +5,10 @@
  * database gives, for every sort key in both directions and combined, over
  * ties (values shared by many rows, timestamps equal to the millisecond but
  * not the microsecond); rows written during a walk do not shift it; `page`
- * stops at 10,000 rows; a cursor is refused with other filters or sort,
- * when tampered with, or with `page`; and ownership still limits every page.
+ * stops at 10,000 rows; every page has its number, a cursor page the one
+ * its cursor carries, and a prev link by number while `page` reaches it; a
+ * cursor is refused with other filters or sort, when tampered with, signed
+ * with another key, or with `page`; and ownership still limits every page.
  * The data is written here by SQL, with known exact values.
  */
 import assert from 'node:assert/strict';
@@ -19,6 +21,8 @@ let admin: Account;
 let alice: Account;
 let bob: Account;
 let carol: Account;
+/** The key the server signs its cursors with (contract §4). */
+let key: Uint8Array;
 
 type KeyType = 'bigint' | 'numeric' | 'text' | 'timestamp';
 /** A row as the database holds it: every sort key's exact value as text (timestamps to the microsecond). */
@@ -86,7 +90,7 @@ function expected(rows: readonly Exact[], sort: string): number[] {
 
 interface Envelope {
   data: { id: number; customerId?: number }[];
-  meta: { total: number; page?: number; pageSize: number; pageCount: number; next?: string };
+  meta: { total: number; page: number; pageSize: number; pageCount: number; next?: string };
 }
 
 async function get(path: string, who?: Account): Promise<{ response: Response; body: Envelope }> {
@@ -100,15 +104,37 @@ function cursorOf(next: string): string {
   return new URL(next, 'http://x').searchParams.get('cursor') as string;
 }
 
-/** What a cursor holds (its text is base64url of JSON): the values of the last row's keys. */
+/** What a cursor's payload holds (base64url of JSON, before the dot and its signature). */
+function payloadOf(cursor: string): { k: string[]; p: number } {
+  return JSON.parse(Buffer.from(cursor.split('.')[0] as string, 'base64url').toString('utf8')) as {
+    k: string[];
+    p: number;
+  };
+}
+
+/** The values of the last row's keys a cursor holds. */
 function valuesOf(cursor: string): string[] {
-  return (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { k: string[] }).k;
+  return payloadOf(cursor).k;
+}
+
+/** The page number a cursor carries. */
+function pageOf(cursor: string): number {
+  return payloadOf(cursor).p;
+}
+
+/** `path` (a request's path and query) with page `page` in place of its cursor or page, as a link gives it. */
+function withPage(path: string, page: number): string {
+  const url = new URL(path, 'http://x');
+  url.searchParams.delete('cursor');
+  url.searchParams.set('page', String(page));
+  return `${url.pathname}?${url.searchParams.toString()}`;
 }
 
 /**
  * The ids of every page of `path` (a query string ending in pageSize),
  * first by following `next` from the first page, then by page number; each
- * page's `Link` next and `meta.next` agree, and a cursor page has no number.
+ * page's `Link` next and `meta.next` agree, each page has its number (1, 2, 3, …), each next cursor carries the
+ * number after it, and each page after the first links prev to the one before it by number.
  */
 async function walks(path: string, who?: Account): Promise<{ byCursor: number[]; byPage: number[]; total: number }> {
   const byCursor: number[] = [];
@@ -120,16 +146,24 @@ async function walks(path: string, who?: Account): Promise<{ byCursor: number[];
     first ??= body.meta;
     assert.equal(body.meta.total, first.total);
     assert.equal(body.meta.pageCount, first.pageCount);
-    assert.equal(body.meta.page, hops === 0 ? 1 : undefined, url);
+    assert.equal(body.meta.page, hops + 1, url);
     const link = response.headers.get('link') as string;
     if (body.meta.next === undefined) assert.ok(!link.includes('rel="next"'), link);
-    else assert.ok(link.includes(`<${body.meta.next}>; rel="next"`), link);
+    else {
+      assert.ok(link.includes(`<${body.meta.next}>; rel="next"`), link);
+      assert.equal(pageOf(cursorOf(body.meta.next)), hops + 2, body.meta.next);
+    }
+    if (hops === 0) assert.ok(!link.includes('rel="prev"'), link);
+    else assert.ok(link.includes(`<${withPage(url, hops)}>; rel="prev"`), link);
     byCursor.push(...body.data.map((r) => r.id));
     url = body.meta.next;
   }
   const byPage: number[] = [];
-  for (let page = 1; page <= (first as Envelope['meta']).pageCount; page++)
-    byPage.push(...(await get(`${path}&page=${page}`, who)).body.data.map((r) => r.id));
+  for (let page = 1; page <= (first as Envelope['meta']).pageCount; page++) {
+    const { body } = await get(`${path}&page=${page}`, who);
+    assert.equal(body.meta.page, page);
+    byPage.push(...body.data.map((r) => r.id));
+  }
   return { byCursor, byPage, total: (first as Envelope['meta']).total };
 }
 
@@ -151,6 +185,7 @@ before(async () => {
   alice = await t.user('customer');
   bob = await t.user('customer');
   carol = await t.user('customer');
+  key = await t.cursorKey();
   const sql = t.server.db.sql;
   // 45 orders of alice and bob: 5 statuses, 4 totals, 3 creation and 4 update times, each shared by many.
   await sql.unsafe(
@@ -362,7 +397,8 @@ describe('the cursor', () => {
     const pending = (await exact('orders')).filter((o) => o.status === 'pending');
     const ids = expected(pending, '');
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
-    const cursor = encodeCursor('/orders', { sort: [], filters: { status: 'pending' } }, [String(ids[3])]);
+    // The cursor of page 3: after the last row of page 2.
+    const cursor = encodeCursor(key, '/orders', { sort: [], filters: { status: 'pending' } }, [String(ids[3])], 3);
     const last = Math.ceil(ids.length / 2);
     assert.equal(
       response.headers.get('link'),
@@ -380,21 +416,26 @@ describe('the cursor', () => {
     });
   });
 
-  it('links a cursor page: first and last by number, next by cursor, no prev and no page number', async () => {
+  it("links a cursor page: first, prev and last by number, next by cursor; its number is its cursor's", async () => {
     const orders = await exact('orders');
     const ids = expected(orders, '-total');
-    const cursorAfter = (i: number) => {
+    /** The cursor of page `page` of 10 rows, after the row `ids[i]`. */
+    const cursorAfter = (i: number, page: number) => {
       const row = orders.find((o) => o.id === String(ids[i])) as Exact;
-      return encodeCursor('/orders', { sort: [{ key: 'total', descending: true }], filters: {} }, [
-        row.total as string,
-        row.id as string,
-      ]);
+      return encodeCursor(
+        key,
+        '/orders',
+        { sort: [{ key: 'total', descending: true }], filters: {} },
+        [row.total as string, row.id as string],
+        page,
+      );
     };
     const first = await get('/v2/orders?sort=-total&pageSize=10', admin);
-    assert.equal(first.body.meta.next, `/v2/orders?sort=-total&pageSize=10&cursor=${cursorAfter(9)}`);
+    assert.equal(first.body.meta.page, 1);
+    assert.equal(first.body.meta.next, `/v2/orders?sort=-total&pageSize=10&cursor=${cursorAfter(9, 2)}`);
     const response = await t.fetch(first.body.meta.next as string, { headers: bearer(admin.token) });
     const body = (await response.json()) as Envelope;
-    const next = cursorAfter(19);
+    const next = cursorAfter(19, 3);
     const pages = Math.ceil(ids.length / 10);
     assert.deepEqual(
       body.data.map((o) => o.id),
@@ -402,6 +443,7 @@ describe('the cursor', () => {
     );
     assert.deepEqual(body.meta, {
       total: ids.length,
+      page: 2,
       pageSize: 10,
       pageCount: pages,
       next: `/v2/orders?sort=-total&pageSize=10&cursor=${next}`,
@@ -409,31 +451,87 @@ describe('the cursor', () => {
     assert.equal(
       response.headers.get('link'),
       '</v2/orders?sort=-total&pageSize=10&page=1>; rel="first", ' +
+        '</v2/orders?sort=-total&pageSize=10&page=1>; rel="prev", ' +
         `</v2/orders?sort=-total&pageSize=10&cursor=${next}>; rel="next", ` +
         `</v2/orders?sort=-total&pageSize=10&page=${pages}>; rel="last"`,
     );
+  });
+
+  it('numbers the pages of a walk by next links 1, 2, 3, …: each cursor carries the number of its page', async () => {
+    const ids = expected(await exact('orders'), '-total');
+    const path = '/v1/orders?sort=-total&pageSize=5';
+    const pages = Math.ceil(ids.length / 5);
+    assert.ok(pages >= 5, `${pages} pages: at least 4 cursor pages`);
+    const numbers: number[] = [];
+    const seen: number[] = [];
+    let url: string | undefined = path;
+    while (url !== undefined) {
+      const { response, body } = await get(url, admin);
+      const page = numbers.length + 1;
+      numbers.push(body.meta.page);
+      seen.push(...body.data.map((o) => o.id));
+      // The rows of the page by that number.
+      assert.deepEqual(
+        body.data.map((o) => o.id),
+        ids.slice((page - 1) * 5, page * 5),
+        url,
+      );
+      const cursor =
+        page === pages
+          ? undefined
+          : encodeCursor(
+              key,
+              '/orders',
+              { sort: [{ key: 'total', descending: true }], filters: {} },
+              valuesOf(cursorOf(body.meta.next as string)),
+              page + 1,
+            );
+      assert.equal(body.meta.next, cursor === undefined ? undefined : `${path}&cursor=${cursor}`);
+      assert.equal(
+        response.headers.get('link'),
+        '</v1/orders?sort=-total&pageSize=5&page=1>; rel="first", ' +
+          (page === 1 ? '' : `</v1/orders?sort=-total&pageSize=5&page=${page - 1}>; rel="prev", `) +
+          (cursor === undefined ? '' : `</v1/orders?sort=-total&pageSize=5&cursor=${cursor}>; rel="next", `) +
+          `</v1/orders?sort=-total&pageSize=5&page=${pages}>; rel="last", </v2/orders>; rel="successor-version"`,
+      );
+      url = body.meta.next;
+    }
+    assert.deepEqual(
+      numbers,
+      Array.from({ length: pages }, (_, i) => i + 1),
+    );
+    assert.deepEqual(seen, ids);
   });
 
   it('has no next on the last page, and a cursor page past every row is empty with the exact total', async () => {
     const ids = expected(await exact('products'), '');
     const lastPage = await get(`/v1/products?pageSize=${ids.length}`);
     assert.equal(lastPage.body.meta.next, undefined);
-    const beyond = encodeCursor('/products', { sort: [], filters: {} }, [String(ids.at(-1))]);
-    const { body } = await get(`/v1/products?cursor=${beyond}`);
+    const pages = Math.ceil(ids.length / 20);
+    const beyond = encodeCursor(key, '/products', { sort: [], filters: {} }, [String(ids.at(-1))], pages + 1);
+    const { response, body } = await get(`/v1/products?cursor=${beyond}`);
     assert.deepEqual(body, {
       data: [],
-      meta: { total: ids.length, pageSize: 20, pageCount: Math.ceil(ids.length / 20) },
+      meta: { total: ids.length, page: pages + 1, pageSize: 20, pageCount: pages },
     });
+    assert.equal(
+      response.headers.get('link'),
+      `</v1/products?page=1>; rel="first", </v1/products?page=${pages}>; rel="prev", ` +
+        `</v1/products?page=${pages}>; rel="last", </v2/products>; rel="successor-version"`,
+    );
   });
 
   it('serves another pageSize, and the same collection in the other version', async () => {
     const ids = expected(await exact('orders'), 'status');
     const { body } = await get('/v1/orders?sort=status&pageSize=5', admin);
     const next = (body.meta.next as string).replace('pageSize=5', 'pageSize=8').replace('/v1/', '/v2/');
+    const page = (await get(next, admin)).body;
     assert.deepEqual(
-      (await get(next, admin)).body.data.map((o) => o.id),
+      page.data.map((o) => o.id),
       ids.slice(5, 13),
     );
+    // The number is the cursor's, whatever the pageSize.
+    assert.equal(page.meta.page, 2);
   });
 });
 
@@ -451,6 +549,8 @@ describe('a walk is not shifted by rows written meanwhile', () => {
     const path = '/v1/orders?sort=-createdAt&pageSize=4';
     const page1 = await get(path, carol);
     const page2 = await get(page1.body.meta.next as string, carol);
+    assert.equal(page1.body.meta.page, 1);
+    assert.equal(page2.body.meta.page, 2);
     // Newest first: the last made first.
     const seen = [...page1.body.data, ...page2.body.data].map((o) => o.id);
     assert.deepEqual(seen, made.slice(4).reverse());
@@ -466,13 +566,17 @@ describe('a walk is not shifted by rows written meanwhile', () => {
     ).map((o) => o.id);
     await sql.unsafe('DELETE FROM orders WHERE id = ANY($1::bigint[])', [[made[11], made[1]] as number[]]);
     const rest: number[] = [];
+    const numbers: number[] = [];
     for (let url = page2.body.meta.next; url !== undefined; ) {
       const { body } = await get(url, carol);
       assert.equal(body.meta.total, 13);
+      numbers.push(body.meta.page);
       rest.push(...body.data.map((o) => o.id));
       url = body.meta.next;
     }
     assert.deepEqual(rest, [made[3], made[2], made[0], older]);
+    // The walk's pages are numbered on from page 2, as its cursors carry them.
+    assert.deepEqual(numbers, [3]);
     // By page number the same changes shift the rows by one: the third page repeats the last row of the second.
     assert.deepEqual(
       (await get(`${path}&page=1`, carol)).body.data.map((o) => o.id),
@@ -552,7 +656,7 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     const response = await t.fetch(`${body.meta.next}&page=2`, { headers: bearer(admin.token) });
     assert.equal(response.status, 400);
     assert.deepEqual((await response.json()).errors, [
-      { parameter: 'cursor', detail: 'cannot be given with page: a cursor page has no number' },
+      { parameter: 'cursor', detail: 'cannot be given with page: the cursor carries its page number' },
     ]);
   });
 
@@ -565,6 +669,8 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
       cursor.slice(0, -3),
       `${cursor}A`,
       `${cursor}=`,
+      cursor.split('.')[0] as string,
+      `${cursor}.${cursor.split('.')[1]}`,
       '',
       'not%20a%20cursor',
       '%FF%FE',
@@ -578,6 +684,25 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
       headers: bearer(admin.token),
     });
     assert.deepEqual((await twice.json()).errors, [{ parameter: 'cursor', detail: 'must be given once' }]);
+  });
+
+  it('when its last character is changed, or it was signed with another key', async () => {
+    const first = await get('/v1/orders?sort=createdAt&pageSize=2', admin);
+    const next = first.body.meta.next as string;
+    const cursor = cursorOf(next);
+    // The cursor the server made is the one encodeCursor() makes with its key: the position and page 2.
+    const scope = { sort: [{ key: 'createdAt', descending: false }], filters: {} };
+    assert.equal(cursor, encodeCursor(key, '/orders', scope, valuesOf(cursor), 2));
+    await get(next, admin);
+    // The last character of its signature (16 bytes: one of A, Q, g, w), changed to another that is as canonical.
+    const last = cursor.at(-1) as string;
+    assert.ok('AQgw'.includes(last), cursor);
+    const changed = `${cursor.slice(0, -1)}${'AQgw'['AQgw'.indexOf(last) ^ 1]}`;
+    // The same payload signed with another key.
+    const otherKey = encodeCursor(new Uint8Array(32).fill(9), '/orders', scope, valuesOf(cursor), 2);
+    assert.equal(otherKey.split('.')[0], cursor.split('.')[0]);
+    for (const bad of [changed, otherKey])
+      await refusal(`/v1/orders?sort=createdAt&pageSize=2&cursor=${bad}`, admin, MALFORMED);
   });
 
   describe('when its values are not of their keys types: before any SQL, never a 500', () => {
@@ -609,7 +734,7 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     ];
     for (const [sort, made, values] of cases) {
       it(`${JSON.stringify(values)} for sort=${sort}`, async () => {
-        const cursor = encodeCursor('/orders', scope(made), values);
+        const cursor = encodeCursor(key, '/orders', scope(made), values, 2);
         await refusal(`/v1/orders?${sort === '' ? '' : `sort=${sort}&`}cursor=${cursor}`, admin, MALFORMED);
       });
     }
@@ -620,7 +745,7 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
         ['-total', ['99999999999999999999.99999999999999999999', '1']],
         ['status', ['zzz', '1']],
       ] as const) {
-        const cursor = encodeCursor('/orders', scope(sort), values);
+        const cursor = encodeCursor(key, '/orders', scope(sort), values, 2);
         await get(`/v1/orders?sort=${sort}&cursor=${cursor}`, admin);
       }
     });
@@ -646,6 +771,8 @@ describe('ownership applies to every cursor page', () => {
       );
       assert.ok(page.body.data.every((o) => o.customerId === who.id));
       assert.equal(page.body.meta.total, mine.length);
+      // The number the admin's cursor carries.
+      assert.equal(page.body.meta.page, 2);
     }
   });
 
@@ -657,7 +784,7 @@ describe('ownership applies to every cursor page', () => {
     const { body } = await get(`/v1/order-items?orderId=${bobs.orderId}&pageSize=1`, bob);
     assert.deepEqual((await get(body.meta.next as string, alice)).body, {
       data: [],
-      meta: { total: 0, pageSize: 1, pageCount: 0 },
+      meta: { total: 0, page: 2, pageSize: 1, pageCount: 0 },
     });
   });
 });
@@ -675,13 +802,16 @@ describe('deeper than page reaches, by cursor only', () => {
       '',
     );
     assert.equal(ids.length, 10_001);
+    /** The cursor of page `page` of dave's orders by one, after the row `ids[i]`. */
+    const cursorAfter = (i: number, page: number) =>
+      encodeCursor(key, '/orders', { sort: [], filters: {} }, [String(ids[i])], page);
     const { response, body } = await get('/v1/orders?pageSize=1', dave);
     assert.deepEqual(body.meta, {
       total: 10_001,
       page: 1,
       pageSize: 1,
       pageCount: 10_001,
-      next: `/v1/orders?pageSize=1&cursor=${encodeCursor('/orders', { sort: [], filters: {} }, [String(ids[0])])}`,
+      next: `/v1/orders?pageSize=1&cursor=${cursorAfter(0, 2)}`,
     });
     assert.equal(
       response.headers.get('link'),
@@ -693,12 +823,42 @@ describe('deeper than page reaches, by cursor only', () => {
       deepest.body.data.map((o) => o.id),
       [ids[9_999]],
     );
+    assert.equal(deepest.body.meta.page, 10_000);
+    assert.equal(deepest.body.meta.next, `/v1/orders?pageSize=1&cursor=${cursorAfter(9_999, 10_001)}`);
     const refused = await t.fetch('/v1/orders?pageSize=1&page=10001', { headers: bearer(dave.token) });
     assert.equal(refused.status, 400);
     const last = await get(deepest.body.meta.next as string, dave);
     assert.deepEqual(last.body, {
       data: [{ ...last.body.data[0], id: ids[10_000] }],
-      meta: { total: 10_001, pageSize: 1, pageCount: 10_001 },
+      meta: { total: 10_001, page: 10_001, pageSize: 1, pageCount: 10_001 },
     });
+    // Page 10,000 is within reach of page: the cursor page 10,001 links prev to it.
+    assert.equal(
+      last.response.headers.get('link'),
+      '</v1/orders?pageSize=1&page=1>; rel="first", </v1/orders?pageSize=1&page=10000>; rel="prev", ' +
+        '</v2/orders>; rel="successor-version"',
+    );
+    // One more row: page 10,001 gets a next, and the cursor page 10,002 has no prev (page 10,001 is out of reach).
+    const [{ id: newest }] = (await t.server.db.sql.unsafe(
+      `INSERT INTO orders (customer_id, status, currency, total) VALUES ($1, 'paid', 'EUR', 1) RETURNING id`,
+      [dave.id],
+    )) as unknown as [{ id: string | number }];
+    const again = await get(deepest.body.meta.next as string, dave);
+    assert.equal(again.body.meta.page, 10_001);
+    assert.equal(pageOf(cursorOf(again.body.meta.next as string)), 10_002);
+    assert.equal(
+      again.response.headers.get('link'),
+      '</v1/orders?pageSize=1&page=1>; rel="first", </v1/orders?pageSize=1&page=10000>; rel="prev", ' +
+        `<${again.body.meta.next}>; rel="next", </v2/orders>; rel="successor-version"`,
+    );
+    const beyond = await get(again.body.meta.next as string, dave);
+    assert.deepEqual(beyond.body, {
+      data: [{ ...beyond.body.data[0], id: Number(newest) }],
+      meta: { total: 10_002, page: 10_002, pageSize: 1, pageCount: 10_002 },
+    });
+    assert.equal(
+      beyond.response.headers.get('link'),
+      '</v1/orders?pageSize=1&page=1>; rel="first", </v2/orders>; rel="successor-version"',
+    );
   });
 });

@@ -220,8 +220,14 @@ describe('GET /orders', () => {
   it('links the pages: first, prev and last by number, next by cursor (contract §4)', async () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
     const pending = expected((o) => o.status === 'pending');
-    // The cursor after the last row of page 2: its id, for the default order.
-    const cursor = encodeCursor('/orders', { sort: [], filters: { status: 'pending' } }, [String(pending[3])]);
+    // The cursor of page 3, after the last row of page 2: its id, for the default order.
+    const cursor = encodeCursor(
+      await t.cursorKey(),
+      '/orders',
+      { sort: [], filters: { status: 'pending' } },
+      [String(pending[3])],
+      3,
+    );
     assert.equal(
       response.headers.get('link'),
       '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", ' +
@@ -236,6 +242,22 @@ describe('GET /orders', () => {
       pageCount: 3,
       next: `/v1/orders?status=pending&pageSize=2&cursor=${cursor}`,
     });
+    // The cursor page: page 3, the last; prev by number, no next.
+    const third = await t.fetch(`/v1/orders?status=pending&pageSize=2&cursor=${cursor}`, {
+      headers: bearer(admin.token),
+    });
+    assert.equal(
+      third.headers.get('link'),
+      '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", ' +
+        '</v1/orders?status=pending&pageSize=2&page=2>; rel="prev", ' +
+        '</v1/orders?status=pending&pageSize=2&page=3>; rel="last", </v2/orders>; rel="successor-version"',
+    );
+    const body = await third.json();
+    assert.deepEqual(
+      body.data.map((o: { id: number }) => o.id),
+      pending.slice(4),
+    );
+    assert.deepEqual(body.meta, { total: 6, page: 3, pageSize: 2, pageCount: 3 });
   });
 
   it('answers a page past the last with empty data and the true total', async () => {

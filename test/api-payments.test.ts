@@ -136,6 +136,23 @@ describe('POST /payments', () => {
     }
   });
 
+  it('tells a corrected amount under one key from the first: 422 idempotency-key-mismatch, no replay', async () => {
+    // contract §7: the fingerprint compares numbers as the payment rule does, by their exact decimal value.
+    const o = await order(alice);
+    const key = newKey();
+    const wrong = await pay(alice, `{"orderId": ${o.id}, "currency": "EUR", "amount": 24.999999999999999}`, key);
+    assert.equal(wrong.status, 422);
+    await wrong.arrayBuffer();
+    const corrected = await pay(alice, `{"orderId": ${o.id}, "currency": "EUR", "amount": 25}`, key);
+    await problem(corrected, 422, 'idempotency-key-mismatch');
+    // The same amount written otherwise is the same body: the stored answer again.
+    const same = await pay(alice, `{"orderId":${o.id},"amount":24.999999999999999000,"currency":"EUR"}`, key);
+    assert.equal(same.status, 422);
+    assert.equal(same.headers.get('idempotent-replayed'), 'true');
+    await same.arrayBuffer();
+    assert.equal(await countPayments(o.id), 0);
+  });
+
   it('answers 422 when the amount differs by a cent or the currency differs', async () => {
     const o = await order(alice);
     const cent = await problem(

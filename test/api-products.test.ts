@@ -22,7 +22,7 @@ interface ProductV1 {
 }
 interface Envelope<T> {
   data: T[];
-  meta: { total: number; page?: number; pageSize: number; pageCount: number; next?: string };
+  meta: { total: number; page: number; pageSize: number; pageCount: number; next?: string };
 }
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -33,8 +33,8 @@ describe('GET /products', () => {
     assert.equal(response.status, 200);
     assert.equal(response.headers.get('content-type'), 'application/json');
     const body = (await response.json()) as Envelope<ProductV1>;
-    // The next page by cursor (contract §4): after product 20, in the default order.
-    const cursor = encodeCursor('/products', { sort: [], filters: {} }, ['20']);
+    // The next page by cursor (contract §4): page 2, after product 20, in the default order.
+    const cursor = encodeCursor(await t.cursorKey(), '/products', { sort: [], filters: {} }, ['20'], 2);
     assert.deepEqual(body.meta, {
       total: 21,
       page: 1,
@@ -56,6 +56,23 @@ describe('GET /products', () => {
     assert.equal(
       response.headers.get('link'),
       `</v1/products?page=1>; rel="first", </v1/products?cursor=${cursor}>; rel="next", ` +
+        '</v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"',
+    );
+  });
+
+  it('numbers the cursor page its next link leads to, and links prev to the page before it', async () => {
+    const first = (await (await t.fetch('/v1/products')).json()) as Envelope<ProductV1>;
+    const response = await t.fetch(first.meta.next as string);
+    assert.equal(response.status, 200);
+    const body = (await response.json()) as Envelope<ProductV1>;
+    assert.deepEqual(
+      body.data.map((p) => p.id),
+      [21],
+    );
+    assert.deepEqual(body.meta, { total: 21, page: 2, pageSize: 20, pageCount: 2 });
+    assert.equal(
+      response.headers.get('link'),
+      '</v1/products?page=1>; rel="first", </v1/products?page=1>; rel="prev", ' +
         '</v1/products?page=2>; rel="last", </v2/products>; rel="successor-version"',
     );
   });

@@ -111,16 +111,28 @@ describe('routing', () => {
 });
 
 describe('request bodies (contract §11)', () => {
-  it('answers 413 at once for a Content-Length over the limit', async () => {
-    const response = await t.fetch('/v1/products', {
-      method: 'POST',
-      body: 'x'.repeat(1025),
-      headers: { 'content-type': 'application/json' },
-    });
+  let token = '';
+  before(async () => {
+    token = (await t.user('customer')).token;
+  });
+  const post = (
+    path: string,
+    body: string | ReadableStream<Uint8Array>,
+    headers: Record<string, string> = {},
+    init: RequestInit = {},
+  ) => t.fetch(path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, ...init });
+
+  it('answers 413 at once for a Content-Length over the limit, once routed and authenticated', async () => {
+    const response = await post('/v1/orders', 'x'.repeat(1025), { authorization: `Bearer ${token}` });
     assert.equal(response.status, 413);
     const body = await problem(response);
     assert.equal(body.type, '/problems/payload-too-large');
     assert.equal(body.detail, 'The request body must not exceed 1024 bytes.');
+  });
+
+  it('decides from the head first: 405 for a route that takes no body, 401 without a token, any size', async () => {
+    assert.equal((await post('/v1/products', 'x'.repeat(1025))).status, 405);
+    assert.equal((await post('/v1/orders', 'x'.repeat(1025))).status, 401);
   });
 
   it('answers 413 for a chunked body without Content-Length once it passes the limit', async () => {
@@ -132,14 +144,17 @@ describe('request bodies (contract §11)', () => {
         else controller.close();
       },
     });
-    const response = await t.fetch('/v1/products', { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
+    const response = await post('/v1/orders', stream, { authorization: `Bearer ${token}` }, {
+      duplex: 'half',
+    } as RequestInit);
     assert.equal(response.status, 413);
     assert.equal((await problem(response)).type, '/problems/payload-too-large');
   });
 
-  it('reads a body within the limit and then routes (405 here)', async () => {
-    const response = await t.fetch('/v1/products', { method: 'POST', body: 'x'.repeat(1024) });
-    assert.equal(response.status, 405);
+  it('reads a body within the limit (here, 1,024 bytes that are not JSON: 400)', async () => {
+    const response = await post('/v1/orders', 'x'.repeat(1024), { authorization: `Bearer ${token}` });
+    assert.equal(response.status, 400);
+    assert.equal((await problem(response)).type, '/problems/malformed-json');
   });
 
   it('keeps serving after a refused body', async () => {

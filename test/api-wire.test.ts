@@ -184,12 +184,14 @@ describe('on the wire', () => {
 
   describe('a client that closes the connection mid-body', () => {
     it('is logged as aborted, with no status, no 5xx and no database warning', async () => {
+      const { token, id } = await t.user('customer');
       const socket = connect(Number(new URL(t.url).port), '127.0.0.1');
       socket.on('error', () => {});
       socket.write(
         [
           'POST /v1/orders HTTP/1.1',
           'Host: orders.test',
+          `Authorization: Bearer ${token}`,
           'Content-Type: application/json',
           'Content-Length: 100',
           'Expect: 100-continue',
@@ -198,7 +200,7 @@ describe('on the wire', () => {
           '',
         ].join('\r\n'),
       );
-      // The server answers "100 Continue" once it reads the body.
+      // The server answers "100 Continue" once it reads the body: routed, authenticated and counted (contract §11).
       const [chunk] = (await once(socket, 'data')) as [Buffer];
       assert.equal(chunk.toString('latin1'), 'HTTP/1.1 100 Continue\r\n\r\n');
       socket.write('{"items":[{"productId"');
@@ -206,8 +208,15 @@ describe('on the wire', () => {
       socket.destroy();
       const line = await logLine(t, 'abort-1');
       assert.deepEqual(
-        { level: line.level, method: line.method, path: line.path, status: line.status, aborted: line.aborted },
-        { level: 'info', method: 'POST', path: '/v1/orders', status: null, aborted: true },
+        {
+          level: line.level,
+          method: line.method,
+          path: line.path,
+          status: line.status,
+          aborted: line.aborted,
+          userId: line.userId,
+        },
+        { level: 'info', method: 'POST', path: '/v1/orders', status: null, aborted: true, userId: id },
       );
       const mine = t.logs.filter((l) => l.requestId === 'abort-1');
       assert.deepEqual(

@@ -25,6 +25,7 @@ const services: Services = {
   db: {} as Database,
   log: createLogger('debug', (line) => lines.push(JSON.parse(line))),
   authenticator,
+  cursorKey: new Uint8Array(32),
 };
 
 const doc = { summary: 'test route', success: { status: 200 } } as const;

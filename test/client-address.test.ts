@@ -249,6 +249,7 @@ describe('the pipeline with TRUST_PROXY', () => {
         db: {} as Database,
         log: createLogger('info', (line) => lines.push(JSON.parse(line))),
         authenticator,
+        cursorKey: new Uint8Array(32),
       },
       routes,
     );

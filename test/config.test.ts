@@ -1,17 +1,22 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config/config.ts';
+import { connectionLimits, fileDescriptorLimit } from '../src/config/connections.ts';
 import { ConfigError } from '../src/config/values.ts';
 
 describe('loadConfig()', () => {
   it('applies the contract §1 defaults to an empty environment', () => {
-    assert.deepEqual(loadConfig({}), {
+    assert.deepEqual(loadConfig({}, 1024), {
       port: 3000,
       host: '127.0.0.1',
       databaseUrl: undefined,
       dataDir: './data',
       dbPoolMax: 10,
       maxBodyBytes: 1_048_576,
+      bodyBudgetBytes: 64 * 1_048_576,
+      maxConnections: 768,
+      maxConnectionsPerAddress: 192,
+      fileDescriptors: 1024,
       rateLimit: { limit: 600, windowSeconds: 60 },
       cacheMaxAge: 60,
       v1DeprecatedAt: new Date('2026-12-01T00:00:00Z'),
@@ -242,5 +247,66 @@ describe('loadConfig(): contract §16 variables', () => {
       () => loadConfig({ METRICS_TOKEN: 'secret!secret!secret!' }),
       (error: Error) => !error.message.includes('secret!'),
     );
+  });
+});
+
+describe('loadConfig(): bodies and connections (contract §11)', () => {
+  it('takes the connection caps from the open-files limit: a quarter kept (at least 64), a quarter per address', () => {
+    const caps = (limit: number) => {
+      const config = loadConfig({}, limit);
+      return [config.maxConnections, config.maxConnectionsPerAddress, config.fileDescriptors];
+    };
+    assert.deepEqual(caps(256), [192, 48, 256]);
+    assert.deepEqual(caps(1024), [768, 192, 1024]);
+    assert.deepEqual(caps(65_536), [49_152, 256, 65_536]);
+    assert.deepEqual(caps(100), [36, 9, 100]);
+    assert.deepEqual(caps(20), [1, 1, 20]);
+    // Unknown (not Linux): 1024 assumed.
+    assert.deepEqual(connectionLimits({}, undefined), {
+      maxConnections: 768,
+      maxConnectionsPerAddress: 192,
+      fileDescriptors: undefined,
+    });
+  });
+
+  it('reads MAX_CONNECTIONS, MAX_CONNECTIONS_PER_ADDRESS and BODY_BUDGET_BYTES', () => {
+    const config = loadConfig(
+      { MAX_CONNECTIONS: '100', MAX_CONNECTIONS_PER_ADDRESS: '10', BODY_BUDGET_BYTES: '2097152' },
+      256,
+    );
+    assert.deepEqual(
+      [config.maxConnections, config.maxConnectionsPerAddress, config.bodyBudgetBytes],
+      [100, 10, 2_097_152],
+    );
+    // The per-address default follows the cap given.
+    assert.equal(loadConfig({ MAX_CONNECTIONS: '100' }, 256).maxConnectionsPerAddress, 25);
+  });
+
+  const refusals: [Record<string, string>, string][] = [
+    [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS must be an integer from 1 to 1000000, got "0"'],
+    [
+      { MAX_CONNECTIONS_PER_ADDRESS: 'many' },
+      'MAX_CONNECTIONS_PER_ADDRESS must be an integer from 1 to 1000000, got "many"',
+    ],
+    [
+      { MAX_CONNECTIONS: '10', MAX_CONNECTIONS_PER_ADDRESS: '11' },
+      'MAX_CONNECTIONS_PER_ADDRESS (11) must not be above MAX_CONNECTIONS (10)',
+    ],
+    [{ BODY_BUDGET_BYTES: '-1' }, 'BODY_BUDGET_BYTES must be an integer from 1 to 1099511627776, got "-1"'],
+    [
+      { BODY_BUDGET_BYTES: '1000', MAX_BODY_BYTES: '2000' },
+      'BODY_BUDGET_BYTES (1000) must not be below MAX_BODY_BYTES (2000)',
+    ],
+  ];
+  for (const [env, message] of refusals) {
+    it(`refuses ${JSON.stringify(env)} with one line naming the variable`, () => {
+      assert.throws(() => loadConfig(env, 1024), { name: 'ConfigError', message });
+    });
+  }
+
+  it('reads the soft limit on open files from /proc/self/limits', () => {
+    const limit = fileDescriptorLimit();
+    assert.ok(limit === undefined || (Number.isSafeInteger(limit) && limit > 0));
+    assert.equal(fileDescriptorLimit('/nonexistent/limits'), undefined);
   });
 });

@@ -167,7 +167,16 @@ describe('the pipeline with CORS_ORIGINS', () => {
     { method: 'POST', pattern: '/things', auth: 'orders:write', doc, handler: async () => Response.json({ ok: true }) },
   ];
   const newApp = (env: Record<string, string>) =>
-    createApp({ config: loadConfig(env), db: {} as Database, log: createLogger('silent'), authenticator }, routes);
+    createApp(
+      {
+        config: loadConfig(env),
+        db: {} as Database,
+        log: createLogger('silent'),
+        authenticator,
+        cursorKey: new Uint8Array(32),
+      },
+      routes,
+    );
   const preflight = (origin: string) =>
     new Request('http://localhost/v2/things', {
       method: 'OPTIONS',

@@ -6,6 +6,7 @@
  * databases, is test/api-cursor-pages.test.ts.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { maxPage, parseListQuery, type ListSpec } from '../src/http/list-query.ts';
 import { decodeCursor, encodeCursor } from '../src/http/cursor.ts';
@@ -20,11 +21,29 @@ const spec: ListSpec<Key, { status: string }> = {
   filters: { status: (v) => (['pending', 'paid'].includes(v) ? { value: v } : { error: 'must be pending or paid' }) },
 };
 const TYPES: Record<string, KeyType> = spec.keyTypes;
-const parse = (qs: string, collection = '/orders') => parseListQuery(new URLSearchParams(qs), spec, collection);
+/** The key the cursors of these tests are signed with, and another one. */
+const KEY = new Uint8Array(32).fill(1);
+const OTHER_KEY = new Uint8Array(32).fill(2);
+const parse = (qs: string, collection = '/orders') => parseListQuery(new URLSearchParams(qs), spec, collection, KEY);
 const asc = (key: string) => ({ key, descending: false });
 const desc = (key: string) => ({ key, descending: true });
 const MALFORMED = "is not a cursor of this collection; pass the next link's cursor exactly as given";
 const OTHER = 'was made for other filters or another sort; keep those of the link that gave it';
+
+/**
+ * `payload` (a base64url text) and its signature under `key`, as encodeCursor() signs, restated here: the first
+ * 16 bytes of HMAC-SHA256(key, "orders-cursor." + payload), in base64url.
+ */
+function sign(payload: string, key: Uint8Array = KEY): string {
+  const mac = createHmac('sha256', key).update(`orders-cursor.${payload}`).digest().subarray(0, 16);
+  return `${payload}.${mac.toString('base64url')}`;
+}
+/** The JSON text `text` as a signed cursor's payload. */
+const signedJson = (text: string, key: Uint8Array = KEY) => sign(Buffer.from(text).toString('base64url'), key);
+/** The two parts of a cursor's text. */
+const partsOf = (cursor: string) => cursor.split('.') as [string, string];
+/** The JSON a cursor's payload holds. */
+const payloadOf = (cursor: string) => JSON.parse(Buffer.from(partsOf(cursor)[0], 'base64url').toString('utf8'));
 
 describe('sortOrder()', () => {
   it('appends id in the direction of the last key, ascending by default', () => {
@@ -39,14 +58,31 @@ describe('sortOrder()', () => {
 });
 
 describe('encodeCursor()', () => {
-  it('is base64url of {"v":1,"f":<fingerprint>,"k":[values]}', () => {
-    const cursor = encodeCursor('/orders', { sort: [], filters: {} }, ['42']);
-    assert.equal(cursor, 'eyJ2IjoxLCJmIjoiMnQ5UWpSV3cydV9Ea0dNZCIsImsiOlsiNDIiXX0');
-    assert.equal(Buffer.from(cursor, 'base64url').toString(), '{"v":1,"f":"2t9QjRWw2u_DkGMd","k":["42"]}');
+  it('is base64url of {"v":2,"f":<fingerprint>,"k":[values],"p":page}, a dot, and base64url of its signature', () => {
+    const cursor = encodeCursor(KEY, '/orders', { sort: [], filters: {} }, ['42'], 3);
+    assert.equal(cursor, 'eyJ2IjoyLCJmIjoiMnQ5UWpSV3cydV9Ea0dNZCIsImsiOlsiNDIiXSwicCI6M30.CKfPvDx7fYVHxoeCDkZc7g');
+    assert.match(cursor, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/);
+    const [payload] = partsOf(cursor);
+    assert.equal(Buffer.from(payload, 'base64url').toString(), '{"v":2,"f":"2t9QjRWw2u_DkGMd","k":["42"],"p":3}');
+    // The signature: the first 16 bytes of HMAC-SHA256(key, "orders-cursor." + payload).
+    assert.equal(sign(payload), cursor);
+    assert.equal(Buffer.from(partsOf(cursor)[1], 'base64url').length, 16);
+  });
+  it('carries the page number it is given', () => {
+    for (const page of [2, 3, 501, 10_001, Number.MAX_SAFE_INTEGER])
+      assert.equal(payloadOf(encodeCursor(KEY, '/orders', { sort: [], filters: {} }, ['42'], page)).p, page);
+  });
+  it('signs under the key given: two keys, one payload, two signatures', () => {
+    const scope = { sort: [desc('total')], filters: { status: 'paid' } };
+    const [payload1, signature1] = partsOf(encodeCursor(KEY, '/orders', scope, ['12.50', '7'], 2));
+    const [payload2, signature2] = partsOf(encodeCursor(OTHER_KEY, '/orders', scope, ['12.50', '7'], 2));
+    assert.equal(payload1, payload2);
+    assert.notEqual(signature1, signature2);
+    assert.equal(`${payload2}.${signature2}`, sign(payload2, OTHER_KEY));
   });
   it('binds the cursor to the collection, its filters and its order; not to how the order is written', () => {
-    const f = (collection: string, scope: Parameters<typeof encodeCursor>[1]) =>
-      JSON.parse(Buffer.from(encodeCursor(collection, scope, ['1']), 'base64url').toString()).f;
+    const f = (collection: string, scope: Parameters<typeof encodeCursor>[2]) =>
+      payloadOf(encodeCursor(KEY, collection, scope, ['1'], 2)).f;
     const base = f('/orders', { sort: [desc('total')], filters: { status: 'paid' } });
     assert.equal(f('/orders', { sort: [desc('total'), desc('id')], filters: { status: 'paid' } }), base);
     assert.equal(f('/orders', { sort: [desc('total')], filters: { status: 'paid', customerId: undefined } }), base);
@@ -64,51 +100,139 @@ describe('encodeCursor()', () => {
 describe('decodeCursor()', () => {
   const scope = { sort: [asc('createdAt'), desc('total')], filters: { status: 'paid' } };
   const values = ['2026-03-01T10:00:00.123401Z', '12.50', '7'];
-  const made = encodeCursor('/orders', scope, values);
+  const made = encodeCursor(KEY, '/orders', scope, values, 2);
 
-  it('gives back the values of a cursor made for this collection, filters and order', () => {
-    assert.deepEqual(decodeCursor(made, '/orders', scope, TYPES), { values });
+  it('gives back the values and the page of a cursor made for this collection, filters and order', () => {
+    assert.deepEqual(decodeCursor(KEY, made, '/orders', scope, TYPES), { values, page: 2 });
+    for (const page of [3, 500, 501, 10_001, Number.MAX_SAFE_INTEGER])
+      assert.deepEqual(decodeCursor(KEY, encodeCursor(KEY, '/orders', scope, values, page), '/orders', scope, TYPES), {
+        values,
+        page,
+      });
+  });
+
+  it('takes a payload signed as encodeCursor() signs it (the helper of these tests signs alike)', () => {
+    const f = payloadOf(made).f as string;
+    assert.equal(sign(partsOf(made)[0]), made);
+    assert.deepEqual(
+      decodeCursor(KEY, signedJson(`{"v":2,"f":"${f}","k":${JSON.stringify(values)},"p":7}`), '/orders', scope, TYPES),
+      { values, page: 7 },
+    );
   });
 
   it('refuses one made for another query', () => {
-    assert.deepEqual(decodeCursor(made, '/orders', { ...scope, filters: {} }, TYPES), { error: OTHER });
-    assert.deepEqual(decodeCursor(made, '/products', scope, TYPES), { error: OTHER });
+    assert.deepEqual(decodeCursor(KEY, made, '/orders', { ...scope, filters: {} }, TYPES), { error: OTHER });
+    assert.deepEqual(decodeCursor(KEY, made, '/products', scope, TYPES), { error: OTHER });
   });
 
   describe('refuses what this service never made', () => {
-    const json = (text: string) => Buffer.from(text).toString('base64url');
-    const f = JSON.parse(Buffer.from(made, 'base64url').toString()).f as string;
+    const [payload, signature] = partsOf(made);
+    const f = payloadOf(made).f as string;
+    const k = JSON.stringify(values);
+    const other = (c: string) => (c === 'A' ? 'B' : 'A');
     const cases: [string, string][] = [
       ['an empty cursor', ''],
       ['a cursor longer than 512 characters', 'A'.repeat(513)],
-      ['characters outside base64url', `${made.slice(0, -1)}+`],
-      ['padding', `${made}=`],
+      ['a signed cursor longer than 512 characters', sign('A'.repeat(500))],
+      ['characters outside base64url in the signature', `${made.slice(0, -1)}+`],
+      ['characters outside base64url in the payload', sign(`${payload.slice(0, -1)}+`)],
+      ['padding after the signature', `${made}=`],
+      ['padding after the payload', `${payload}=.${signature}`],
       ['a changed last character', `${made.slice(0, -1)}${made.endsWith('0') ? '1' : '0'}`],
+      [
+        'a changed first character of the signature',
+        `${payload}.${other(signature[0] as string)}${signature.slice(1)}`,
+      ],
       ['a trailing character', `${made}A`],
-      ['bytes that are not UTF-8', Buffer.from([0xc3, 0x28]).toString('base64url')],
-      ['text that is not JSON', json('{"v":1,')],
-      ['JSON that is no object', json('["v"]')],
-      ['another version', json(`{"v":2,"f":"${f}","k":${JSON.stringify(values)}}`)],
-      ['an unknown member', json(`{"v":1,"f":"${f}","k":${JSON.stringify(values)},"x":1}`)],
-      ['values that are no strings', json(`{"v":1,"f":"${f}","k":["2026-03-01T10:00:00.123401Z",12.5,7]}`)],
-      ['too few values', json(`{"v":1,"f":"${f}","k":["2026-03-01T10:00:00.123401Z","12.50"]}`)],
-      ['too many values', json(`{"v":1,"f":"${f}","k":${JSON.stringify([...values, '8'])}}`)],
+      // The signature.
+      ['a cursor signed with another key', encodeCursor(OTHER_KEY, '/orders', scope, values, 2)],
+      [
+        'a payload changed under its original signature',
+        `${partsOf(encodeCursor(KEY, '/orders', scope, values, 3))[0]}.${signature}`,
+      ],
+      ['a payload changed in one character', `${other(payload[0] as string)}${payload.slice(1)}.${signature}`],
+      ['a truncated signature (one character short)', made.slice(0, -1)],
+      ['a truncated signature (three characters short)', made.slice(0, -3)],
+      ['an empty signature', `${payload}.`],
+      ['no payload', `.${signature}`],
+      [
+        'the whole HMAC (32 bytes) as the signature',
+        `${payload}.${createHmac('sha256', KEY).update(`orders-cursor.${payload}`).digest('base64url')}`,
+      ],
+      ['no dot: the payload alone', payload],
+      ['no dot: the payload and its signature run together', `${payload}${signature}`],
+      ['two dots: a second signature', `${made}.${signature}`],
+      ['two dots: an empty part', `${payload}..${signature}`],
+      ['a lone dot', '.'],
+      // The payload, signed with the right key.
+      ['bytes that are not UTF-8', sign(Buffer.from([0xc3, 0x28]).toString('base64url'))],
+      ['text that is not JSON', signedJson('{"v":2,')],
+      ['JSON that is no object', signedJson('["v"]')],
+      ['JSON null', signedJson('null')],
+      ['version 1 (no page)', signedJson(`{"v":1,"f":"${f}","k":${k}}`)],
+      ['version 1 with a page', signedJson(`{"v":1,"f":"${f}","k":${k},"p":2}`)],
+      ['another version', signedJson(`{"v":3,"f":"${f}","k":${k},"p":2}`)],
+      ['an unknown member', signedJson(`{"v":2,"f":"${f}","k":${k},"p":2,"x":1}`)],
+      ['no fingerprint', signedJson(`{"v":2,"k":${k},"p":2}`)],
+      ['values that are no strings', signedJson(`{"v":2,"f":"${f}","k":["2026-03-01T10:00:00.123401Z",12.5,7],"p":2}`)],
+      ['too few values', signedJson(`{"v":2,"f":"${f}","k":["2026-03-01T10:00:00.123401Z","12.50"],"p":2}`)],
+      ['too many values', signedJson(`{"v":2,"f":"${f}","k":${JSON.stringify([...values, '8'])},"p":2}`)],
+      // The page number: a safe integer of at least 2 (page 1 is no cursor page).
+      ['page 1', signedJson(`{"v":2,"f":"${f}","k":${k},"p":1}`)],
+      ['page 0', signedJson(`{"v":2,"f":"${f}","k":${k},"p":0}`)],
+      ['page -1', signedJson(`{"v":2,"f":"${f}","k":${k},"p":-1}`)],
+      ['page 2.5', signedJson(`{"v":2,"f":"${f}","k":${k},"p":2.5}`)],
+      ['a page that is a string', signedJson(`{"v":2,"f":"${f}","k":${k},"p":"2"}`)],
+      ['a page that is null', signedJson(`{"v":2,"f":"${f}","k":${k},"p":null}`)],
+      ['a page beyond the safe integers', signedJson(`{"v":2,"f":"${f}","k":${k},"p":9007199254740992}`)],
+      ['no page', signedJson(`{"v":2,"f":"${f}","k":${k}}`)],
     ];
     for (const [what, text] of cases) {
       it(what, () => {
-        assert.deepEqual(decodeCursor(text, '/orders', scope, TYPES), { error: MALFORMED });
+        assert.deepEqual(decodeCursor(KEY, text, '/orders', scope, TYPES), { error: MALFORMED });
       });
     }
-    it('a text that decodes to the bytes of a cursor but is not their encoding', () => {
+    it('a text whose payload decodes to the bytes of a cursor but is not their encoding, though signed', () => {
       const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-      // A cursor whose last character has unused bits (its bytes are no multiple of 3): set one of them.
-      const id = ['7', '70', '700'].find((v) => encodeCursor('/orders', scope, [...values.slice(0, 2), v]).length % 4);
-      const canonical = encodeCursor('/orders', scope, [...values.slice(0, 2), id as string]);
-      const last = ALPHABET.indexOf(canonical.at(-1) as string);
-      const other = `${canonical.slice(0, -1)}${ALPHABET[last ^ 1]}`;
-      assert.deepEqual(Buffer.from(other, 'base64url'), Buffer.from(canonical, 'base64url'));
-      assert.deepEqual(decodeCursor(canonical, '/orders', scope, TYPES), { values: [...values.slice(0, 2), id] });
-      assert.deepEqual(decodeCursor(other, '/orders', scope, TYPES), { error: MALFORMED });
+      // A payload whose last character has unused bits (its bytes are no multiple of 3): set one of them.
+      const id = ['7', '70', '700'].find(
+        (v) => partsOf(encodeCursor(KEY, '/orders', scope, [...values.slice(0, 2), v], 2))[0].length % 4,
+      ) as string;
+      const canonical = encodeCursor(KEY, '/orders', scope, [...values.slice(0, 2), id], 2);
+      const [text] = partsOf(canonical);
+      const last = ALPHABET.indexOf(text.at(-1) as string);
+      const changed = `${text.slice(0, -1)}${ALPHABET[last ^ 1]}`;
+      assert.deepEqual(Buffer.from(changed, 'base64url'), Buffer.from(text, 'base64url'));
+      assert.deepEqual(decodeCursor(KEY, canonical, '/orders', scope, TYPES), {
+        values: [...values.slice(0, 2), id],
+        page: 2,
+      });
+      assert.deepEqual(decodeCursor(KEY, sign(changed), '/orders', scope, TYPES), { error: MALFORMED });
+    });
+    it('a text whose signature decodes to the right bytes but is not their encoding', () => {
+      const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      // 16 bytes are 22 characters, the last with 4 unused bits: set one of them.
+      const last = ALPHABET.indexOf(signature.at(-1) as string);
+      const changed = `${signature.slice(0, -1)}${ALPHABET[last ^ 1]}`;
+      assert.deepEqual(Buffer.from(changed, 'base64url'), Buffer.from(signature, 'base64url'));
+      assert.deepEqual(decodeCursor(KEY, `${payload}.${changed}`, '/orders', scope, TYPES), { error: MALFORMED });
+    });
+    it('a cursor signed here that is longer than 512 characters, and takes the same one shorter', () => {
+      const byStatus = { sort: [asc('status')], filters: {} };
+      const long = encodeCursor(KEY, '/orders', byStatus, ['é'.repeat(256), '7'], 2);
+      assert.ok(long.length > 512, String(long.length));
+      assert.deepEqual(decodeCursor(KEY, long, '/orders', byStatus, TYPES), { error: MALFORMED });
+      const short = encodeCursor(KEY, '/orders', byStatus, ['é'.repeat(100), '7'], 2);
+      assert.ok(short.length <= 512, String(short.length));
+      assert.deepEqual(decodeCursor(KEY, short, '/orders', byStatus, TYPES), {
+        values: ['é'.repeat(100), '7'],
+        page: 2,
+      });
+    });
+    it('refuses with the same detail a cursor of another query signed with another key: the signature first', () => {
+      const elsewhere = encodeCursor(OTHER_KEY, '/orders', { ...scope, filters: {} }, values, 2);
+      assert.deepEqual(decodeCursor(KEY, elsewhere, '/orders', scope, TYPES), { error: MALFORMED });
+      assert.deepEqual(decodeCursor(OTHER_KEY, elsewhere, '/orders', scope, TYPES), { error: OTHER });
     });
   });
 
@@ -116,7 +240,7 @@ describe('decodeCursor()', () => {
     const check = (type: KeyType, value: string) => {
       const one = { sort: [asc('v')], filters: {} };
       const types = { v: type, id: 'bigint' as const };
-      return 'values' in decodeCursor(encodeCursor('/x', one, [value, '1']), '/x', one, types);
+      return 'values' in decodeCursor(KEY, encodeCursor(KEY, '/x', one, [value, '1'], 2), '/x', one, types);
     };
     const cases: [KeyType, string, boolean][] = [
       ['timestamptz', '2026-03-01T10:00:00.123401Z', true],
@@ -201,32 +325,43 @@ describe('parseListQuery() with page and cursor', () => {
     });
   });
 
-  it('reads a cursor as the position after which the page starts, without a page number', () => {
-    const cursor = encodeCursor('/orders', { sort: [desc('total')], filters: { status: 'paid' } }, ['12.50', '7']);
+  it('reads a cursor as the position after which the page starts, and the page number it carries', () => {
+    const scope = { sort: [desc('total')], filters: { status: 'paid' } };
+    const cursor = encodeCursor(KEY, '/orders', scope, ['12.50', '7'], 4);
     assert.deepEqual(parse(`status=paid&sort=-total&cursor=${cursor}&pageSize=5`), {
       ok: true,
-      value: { pageSize: 5, sort: [desc('total')], filters: { status: 'paid' }, after: ['12.50', '7'] },
+      value: { page: 4, pageSize: 5, sort: [desc('total')], filters: { status: 'paid' }, after: ['12.50', '7'] },
     });
     assert.deepEqual(parse(`cursor=${cursor}&sort=-total,-id&status=paid`), {
       ok: true,
-      value: { pageSize: 20, sort: [desc('total'), desc('id')], filters: { status: 'paid' }, after: ['12.50', '7'] },
+      value: {
+        page: 4,
+        pageSize: 20,
+        sort: [desc('total'), desc('id')],
+        filters: { status: 'paid' },
+        after: ['12.50', '7'],
+      },
+    });
+    // Deeper than page reaches: the cursor's number is kept as it is.
+    const deep = encodeCursor(KEY, '/orders', scope, ['12.50', '7'], 10_002);
+    assert.deepEqual(parse(`status=paid&sort=-total&cursor=${deep}&pageSize=1`), {
+      ok: true,
+      value: { page: 10_002, pageSize: 1, sort: [desc('total')], filters: { status: 'paid' }, after: ['12.50', '7'] },
     });
   });
 
   it('refuses a cursor with page, with other filters or sort, on another collection, or repeated', () => {
-    const cursor = encodeCursor('/orders', { sort: [], filters: {} }, ['7']);
+    const cursor = encodeCursor(KEY, '/orders', { sort: [], filters: {} }, ['7'], 2);
+    const WITH_PAGE = 'cannot be given with page: the cursor carries its page number';
     const cases: [string, string, { parameter: string; detail: string }[]][] = [
-      [
-        `cursor=${cursor}&page=1`,
-        '/orders',
-        [{ parameter: 'cursor', detail: 'cannot be given with page: a cursor page has no number' }],
-      ],
+      [`cursor=${cursor}&page=1`, '/orders', [{ parameter: 'cursor', detail: WITH_PAGE }]],
+      [`cursor=${cursor}&page=2`, '/orders', [{ parameter: 'cursor', detail: WITH_PAGE }]],
       [
         `page=x&cursor=${cursor}`,
         '/orders',
         [
           { parameter: 'page', detail: 'must be an integer of at least 1' },
-          { parameter: 'cursor', detail: 'cannot be given with page: a cursor page has no number' },
+          { parameter: 'cursor', detail: WITH_PAGE },
         ],
       ],
       [`cursor=${cursor}&status=paid`, '/orders', [{ parameter: 'cursor', detail: OTHER }]],
@@ -234,13 +369,21 @@ describe('parseListQuery() with page and cursor', () => {
       [`cursor=${cursor}`, '/users/3/orders', [{ parameter: 'cursor', detail: OTHER }]],
       [`cursor=${cursor}&cursor=${cursor}`, '/orders', [{ parameter: 'cursor', detail: 'must be given once' }]],
       ['cursor=', '/orders', [{ parameter: 'cursor', detail: MALFORMED }]],
+      // Signed with another key, or changed: not a cursor this service made.
+      [
+        `cursor=${encodeCursor(OTHER_KEY, '/orders', { sort: [], filters: {} }, ['7'], 2)}`,
+        '/orders',
+        [{ parameter: 'cursor', detail: MALFORMED }],
+      ],
+      [`cursor=${cursor.slice(0, -1)}`, '/orders', [{ parameter: 'cursor', detail: MALFORMED }]],
+      [`cursor=${partsOf(cursor)[0]}`, '/orders', [{ parameter: 'cursor', detail: MALFORMED }]],
       // The rest of the query is wrong: the cursor is not checked against it.
       [`cursor=${cursor}&status=lost`, '/orders', [{ parameter: 'status', detail: 'must be pending or paid' }]],
     ];
     for (const [qs, collection, errors] of cases) assert.deepEqual(parse(qs, collection), { ok: false, errors }, qs);
     assert.deepEqual(parse(`cursor=${cursor}&sort=id,total`), {
       ok: true,
-      value: { pageSize: 20, sort: [asc('id'), asc('total')], filters: {}, after: ['7'] },
+      value: { page: 2, pageSize: 20, sort: [asc('id'), asc('total')], filters: {}, after: ['7'] },
     });
   });
 });

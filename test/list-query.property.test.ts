@@ -45,16 +45,33 @@ function validValue(name: string, value: string): boolean {
   }
 }
 
-/** Cursors made for known queries: `scope` is the order (id ended) and the filters each was made for. */
+/** The key the parser checks cursors with, and another one. */
+const KEY = new Uint8Array(32).fill(1);
+const OTHER_KEY = new Uint8Array(32).fill(2);
+const COLLECTION = '/orders';
+
+/**
+ * Cursors made for known queries: `order` is the order (id ended) and `filters` the filters each was made for,
+ * `page` the page number it carries.
+ */
 const CURSORS = [
-  { text: encodeCursor('', { sort: [], filters: {} }, ['5']), order: 'id', filters: '' },
+  { text: encodeCursor(KEY, COLLECTION, { sort: [], filters: {} }, ['5'], 2), order: 'id', filters: '', page: 2 },
   {
-    text: encodeCursor('', { sort: [{ key: 'total', descending: true }], filters: { status: 'paid' } }, ['12.50', '7']),
+    text: encodeCursor(
+      KEY,
+      COLLECTION,
+      { sort: [{ key: 'total', descending: true }], filters: { status: 'paid' } },
+      ['12.50', '7'],
+      3,
+    ),
     order: '-total,-id',
     filters: 'status=paid',
+    page: 3,
   },
   // A value of the wrong type (a total that is no decimal): refused whatever the query.
-  { text: encodeCursor('', { sort: [], filters: {} }, ['x']), order: '', filters: '' },
+  { text: encodeCursor(KEY, COLLECTION, { sort: [], filters: {} }, ['x'], 2), order: '', filters: '', page: 2 },
+  // Signed with another key: refused whatever the query.
+  { text: encodeCursor(OTHER_KEY, COLLECTION, { sort: [], filters: {} }, ['5'], 2), order: '', filters: '', page: 2 },
 ];
 
 /** contract §4, restated: the order a valid sort gives, as text: its keys up to id, which ends it. */
@@ -157,7 +174,7 @@ describe('parseListQuery() with the orders spec, on random query strings', () =>
         const search = new URLSearchParams();
         for (const [n, v] of given) search.append(n, v);
         // Round-trip through the query-string text, as a request would.
-        const parsed = parseListQuery(new URLSearchParams(search.toString()), ORDER_LIST);
+        const parsed = parseListQuery(new URLSearchParams(search.toString()), ORDER_LIST, COLLECTION, KEY);
         const bad = badParameters([...new URLSearchParams(search.toString())] as [string, string][]);
         if (!parsed.ok) {
           assert.deepEqual(new Set(parsed.errors.map((e) => e.parameter)), bad);
@@ -175,8 +192,13 @@ describe('parseListQuery() with the orders spec, on random query strings', () =>
         );
         assert.equal(sql.params.length, parts.length);
         const keys = sortOrder(query.sort).map((k) => ({ ...k, type: ORDER_LIST.keyTypes[k.key] }));
-        if (query.after !== undefined) cursorPages += 1;
-        const position = query.after === undefined ? { page: query.page ?? 1 } : { after: query.after };
+        if (query.after !== undefined) {
+          cursorPages += 1;
+          // A cursor page is numbered by its cursor.
+          const cursor = search.get('cursor');
+          assert.equal(query.page, CURSORS.find((c) => c.text === cursor)?.page);
+        } else assert.equal(query.page, Number(search.get('page') ?? 1));
+        const position = query.after === undefined ? { page: query.page } : { after: query.after };
         const { fragments, params } = pageStatement(sql, { pageSize: query.pageSize, order: keys, ...position });
         // A cursor's values are parameters after the filters', and its keyset only whitelisted parts.
         const pinned = sql.pinned ?? [];

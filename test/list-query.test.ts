@@ -10,7 +10,9 @@ const spec: ListSpec<Key, { status: string }> = {
   keyTypes: { id: 'bigint', createdAt: 'timestamptz', total: 'numeric' },
   filters: { status: (v) => (['pending', 'paid'].includes(v) ? { value: v } : { error: 'must be pending or paid' }) },
 };
-const parse = (qs: string) => parseListQuery(new URLSearchParams(qs), spec);
+/** No cursor is parsed here (test/list-cursor.test.ts has them): any key will do. */
+const KEY = new Uint8Array(32).fill(1);
+const parse = (qs: string) => parseListQuery(new URLSearchParams(qs), spec, '/orders', KEY);
 
 describe('parseListQuery()', () => {
   it('defaults to page 1 of 20 in the default order', () => {
@@ -206,14 +208,36 @@ describe('paginationLinks()', () => {
       },
     );
   });
-  it('on a cursor page: no prev, the next cursor in place of the last, first and last by page number', () => {
+  it('on a cursor page: prev by the number its cursor carries, the next cursor in place of the last', () => {
     const deep = new URL('http://localhost/v2/orders?status=paid&cursor=old&pageSize=10');
-    assert.deepEqual(paginationLinks(deep, { pageSize: 10, pages: 12, cursor: 'new' }), {
+    assert.deepEqual(paginationLinks(deep, { page: 5, pageSize: 10, pages: 12, cursor: 'new' }), {
       header:
         '</v2/orders?status=paid&pageSize=10&page=1>; rel="first", ' +
+        '</v2/orders?status=paid&pageSize=10&page=4>; rel="prev", ' +
         '</v2/orders?status=paid&cursor=new&pageSize=10>; rel="next", ' +
         '</v2/orders?status=paid&pageSize=10&page=12>; rel="last"',
       next: '/v2/orders?status=paid&cursor=new&pageSize=10',
+    });
+    assert.deepEqual(
+      paginationLinks(deep, { page: 2, pageSize: 10, pages: 12, cursor: 'new' }).header.split(', ')[1],
+      '</v2/orders?status=paid&pageSize=10&page=1>; rel="prev"',
+    );
+  });
+  it('on a cursor page deeper than page reaches: prev only while page reaches the page before', () => {
+    const deep = new URL('http://localhost/orders?cursor=old&pageSize=100');
+    // maxPage(100) is 100: the cursor page 101 has prev 100; the cursor page 102 has none.
+    assert.deepEqual(paginationLinks(deep, { page: 101, pageSize: 100, pages: 150, cursor: 'new' }), {
+      header:
+        '</orders?pageSize=100&page=1>; rel="first", </orders?pageSize=100&page=100>; rel="prev", ' +
+        '</orders?cursor=new&pageSize=100>; rel="next"',
+      next: '/orders?cursor=new&pageSize=100',
+    });
+    assert.deepEqual(paginationLinks(deep, { page: 102, pageSize: 100, pages: 150, cursor: 'new' }), {
+      header: '</orders?pageSize=100&page=1>; rel="first", </orders?cursor=new&pageSize=100>; rel="next"',
+      next: '/orders?cursor=new&pageSize=100',
+    });
+    assert.deepEqual(paginationLinks(deep, { page: 151, pageSize: 100, pages: 150 }), {
+      header: '</orders?pageSize=100&page=1>; rel="first"',
     });
   });
   it('leaves out last when it lies deeper than page reaches (10,000 rows)', () => {

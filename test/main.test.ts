@@ -70,14 +70,19 @@ describe('the service process', {
 
   it('on SIGTERM lets a request in flight finish, then exits 0', async () => {
     const { port } = new URL(first.url);
-    // A request whose body is still arriving is in flight. The server's
-    // "100 Continue" tells that it has parsed the request head.
+    // A request whose body is still arriving is in flight. The server's "100 Continue" tells that it has
+    // routed and authenticated the request from its head, and started to read the body (contract §11).
     const req = request({
       host: '127.0.0.1',
       port,
       method: 'POST',
-      path: '/v1/products',
-      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue' },
+      path: '/v1/orders',
+      headers: {
+        authorization: `Bearer ${adminToken}`,
+        'content-type': 'application/json',
+        'transfer-encoding': 'chunked',
+        expect: '100-continue',
+      },
     });
     const responded = once(req, 'response');
     req.flushHeaders();
@@ -93,7 +98,8 @@ describe('the service process', {
     req.end('true}');
     const [response] = (await responded) as [import('node:http').IncomingMessage];
     response.resume();
-    assert.equal(response.statusCode, 405);
+    // The whole body was read and judged: a member the order does not have.
+    assert.equal(response.statusCode, 422);
     const [code] = await once(first.process, 'exit');
     assert.equal(code, 0);
     assert.match(first.stdout(), /"message":"shutting down","signal":"SIGTERM"/);

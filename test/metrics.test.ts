@@ -66,6 +66,10 @@ describe('createHttpMetrics()', () => {
     metrics.request(undefined, 'BREW', 404, 0.0005);
     metrics.request('/orders', 'POST', undefined, 1);
     metrics.rateLimited('address');
+    metrics.connectionRefused('address');
+    metrics.connectionRefused('address');
+    metrics.connectionRefused('process');
+    metrics.watch({ connections: () => 7, bodyBytes: () => 1_048_576 });
     const buckets = (label: string, method: string, counts: number[], sum: number) =>
       [
         ...counts.map((count, i) => {
@@ -93,10 +97,23 @@ describe('createHttpMetrics()', () => {
         buckets('/orders/{id}', 'GET', [0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3], 30.024),
         buckets('unmatched', 'other', [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 0.0005),
         '# HELP orders_rate_limited_total Requests refused with 429, by the table that refused them ' +
-          "(user: a token's user; address: a client address).\n",
+          "(user: a token's user; address: a client address, for its anonymous requests or its failed " +
+          'authentications).\n',
         '# TYPE orders_rate_limited_total counter\n',
         'orders_rate_limited_total{limiter="user"} 0\n',
         'orders_rate_limited_total{limiter="address"} 1\n',
+        '# HELP orders_connections_refused_total Connections closed as they arrived (contract §11), by the cap ' +
+          'they would have passed (process: MAX_CONNECTIONS; address: MAX_CONNECTIONS_PER_ADDRESS).\n',
+        '# TYPE orders_connections_refused_total counter\n',
+        'orders_connections_refused_total{cap="process"} 1\n',
+        'orders_connections_refused_total{cap="address"} 2\n',
+        "# HELP orders_connections_open HTTP connections open now; with WORKERS=N, the workers' sum.\n",
+        '# TYPE orders_connections_open gauge\n',
+        'orders_connections_open 7\n',
+        '# HELP orders_request_body_bytes Bytes held by the request bodies being read or handled now ' +
+          '(of BODY_BUDGET_BYTES each process).\n',
+        '# TYPE orders_request_body_bytes gauge\n',
+        'orders_request_body_bytes 1048576\n',
       ].join(''),
     );
   });
@@ -351,29 +368,6 @@ describe('GET /metrics with METRICS_TOKEN and a rate limit', () => {
     }
   });
 
-  it('is 401 without it or with another, counted against the client address like any refusal', async () => {
-    const missing = await fetch(`${t.url}/metrics`);
-    assert.equal(missing.status, 401);
-    assert.equal(missing.headers.get('content-type'), 'application/problem+json');
-    assert.equal(missing.headers.get('cache-control'), 'no-store');
-    assert.equal(missing.headers.get('www-authenticate'), 'Bearer realm="metrics"');
-    assert.equal(missing.headers.get('ratelimit'), '"default";r=1;t=60');
-    const body = await missing.json();
-    assert.equal(body.type, '/problems/unauthorized');
-    assert.equal(body.status, 401);
-    const wrong = await fetch(`${t.url}/metrics`, { headers: bearer(`${TOKEN}x`) });
-    assert.equal(wrong.status, 401);
-    assert.equal(wrong.headers.get('www-authenticate'), 'Bearer realm="metrics", error="invalid_token"');
-    assert.equal(wrong.headers.get('ratelimit'), '"default";r=0;t=60');
-    const limited = await fetch(`${t.url}/metrics`, { headers: bearer('not-the-token-at-all') });
-    assert.equal(limited.status, 429);
-    // The right token still gets its figures, and they count the refusal.
-    const text = await (await fetch(`${t.url}/metrics`, { headers: bearer(TOKEN) })).text();
-    assert.equal(sampleValue(text, 'orders_rate_limited_total', '{limiter="address"}'), 1);
-    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="401"}'), 2);
-    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="429"}'), 1);
-  });
-
   it('counts a user\'s refusals under limiter="user"', async () => {
     const who = await t.user('customer');
     const statuses: number[] = [];
@@ -381,6 +375,35 @@ describe('GET /metrics with METRICS_TOKEN and a rate limit', () => {
     assert.deepEqual(statuses, [200, 200, 429]);
     const text = await (await fetch(`${t.url}/metrics`, { headers: bearer(TOKEN) })).text();
     assert.equal(sampleValue(text, 'orders_rate_limited_total', '{limiter="user"}'), 1);
+  });
+
+  it('is 401 without it (an anonymous request) or with another (a failed authentication of the address)', async () => {
+    const missing = await fetch(`${t.url}/metrics`);
+    assert.equal(missing.status, 401);
+    assert.equal(missing.headers.get('content-type'), 'application/problem+json');
+    assert.equal(missing.headers.get('cache-control'), 'no-store');
+    assert.equal(missing.headers.get('www-authenticate'), 'Bearer realm="metrics"');
+    // No credential: counted as any anonymous request of the address.
+    assert.equal(missing.headers.get('ratelimit'), '"default";r=1;t=60');
+    const body = await missing.json();
+    assert.equal(body.type, '/problems/unauthorized');
+    assert.equal(body.status, 401);
+    // A wrong credential: counted in the address's failed authentications (contract §10), a window of its own.
+    const wrong = await fetch(`${t.url}/metrics`, { headers: bearer(`${TOKEN}x`) });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers.get('www-authenticate'), 'Bearer realm="metrics", error="invalid_token"');
+    assert.equal(wrong.headers.get('ratelimit'), '"default";r=1;t=60');
+    const again = await fetch(`${t.url}/metrics`, { headers: bearer('not-the-token-at-all') });
+    assert.equal(again.status, 401);
+    assert.equal(again.headers.get('ratelimit'), '"default";r=0;t=60');
+    const limited = await fetch(`${t.url}/metrics`, { headers: bearer('not-the-token-at-all') });
+    assert.equal(limited.status, 429);
+    // Past the limit, the right token of that address is refused too, unchecked.
+    assert.equal((await fetch(`${t.url}/metrics`, { headers: bearer(TOKEN) })).status, 429);
+    const text = t.server.metrics.render();
+    assert.equal(sampleValue(text, 'orders_rate_limited_total', '{limiter="address"}'), 2);
+    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="401"}'), 3);
+    assert.equal(sampleValue(text, 'orders_http_requests_total', '{route="/metrics",method="GET",status="429"}'), 2);
   });
 });
 

@@ -55,6 +55,7 @@ describe('migrate()', () => {
         'payments',
         'products',
         'schema_migrations',
+        'service_keys',
         'users',
         'webhook_attempts',
         'webhook_deliveries',

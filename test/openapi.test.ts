@@ -159,7 +159,7 @@ describe('the completeness of the document (contract §16)', () => {
       const options = item.options;
       assert.ok(options, `OPTIONS ${path}`);
       assert.deepEqual(options.security, [], path);
-      assert.deepEqual(Object.keys(options.responses), ['204', '408', '413', '429', '500'], path);
+      assert.deepEqual(Object.keys(options.responses), ['204', '429', '500'], path);
       const fields = Object.keys(options.responses['204'].headers);
       assert.ok(fields.includes('Allow'), path);
       assert.equal(fields.includes('Accept-Patch'), item.patch !== undefined, path);
@@ -185,13 +185,12 @@ describe('the completeness of the document (contract §16)', () => {
       for (const [status, response] of Object.entries(
         op.responses as Record<string, { headers: Record<string, unknown> }>,
       )) {
-        // contract §10: health checks are never rate limited (but a 405, 408 or 413 comes before the route is known).
-        const probe = (path === '/healthz' || path === '/readyz') && !['405', '408', '413'].includes(status);
+        // contract §10: health checks are never rate limited (but a 405 comes before the route is known).
+        const probe = (path === '/healthz' || path === '/readyz') && status !== '405';
         const expected = ['X-Request-Id', 'Vary', 'Access-Control-Allow-Origin'];
         if (!probe || where.startsWith('options ')) expected.push('RateLimit', 'RateLimit-Policy');
-        // 408 and 413 are refused while the body is read, before the path tells the version.
-        if (path.startsWith('/v1/') && status !== '408' && status !== '413')
-          expected.push('Deprecation', 'Sunset', 'Link');
+        // contract §11: a body is read (408, 413) once the request is routed, so the version is known then too.
+        if (path.startsWith('/v1/')) expected.push('Deprecation', 'Sunset', 'Link');
         for (const name of expected) if (!(name in response.headers)) lacking.push(`${where} ${status} ${name}`);
       }
     }
@@ -204,6 +203,9 @@ describe('the completeness of the document (contract §16)', () => {
       'Vary (required)',
       'Access-Control-Allow-Origin',
       'Access-Control-Expose-Headers',
+      'Deprecation (required)',
+      'Sunset (required)',
+      'Link (required)',
       'Content-Encoding',
     ]);
   });

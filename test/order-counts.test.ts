@@ -181,7 +181,7 @@ describe('orderListSql()', () => {
     const within = owners.length > 0 ? ` within customer ${owners[0]}'s orders` : '';
     const how = totalWhere ? `from the kept counts where ${totalWhere}` : 'by counting the orders';
     it(`reads the total of ?${qs}${within} ${how}`, () => {
-      const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST);
+      const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST, '/orders', new Uint8Array(32));
       assert.ok(parsed.ok);
       const sql = orderListSql(parsed.value, owners);
       assert.equal(sql.list, list);

@@ -21,7 +21,8 @@ import { compose, pass, type Next, type Stage } from '../src/pipeline/compose.ts
 import type { HandlerServices, ReplicaReads, RouteSpec } from '../src/pipeline/context.ts';
 import { newExchange, type Exchange } from '../src/pipeline/exchange.ts';
 import { authorize } from '../src/pipeline/stages/authorize.ts';
-import { bodyAndDeadline } from '../src/pipeline/stages/body.ts';
+import { databaseDeadline, requestBody } from '../src/pipeline/stages/body.ts';
+import { createBodyBudget } from '../src/http/body-budget.ts';
 import { conditional } from '../src/pipeline/stages/conditional.ts';
 import { cors } from '../src/pipeline/stages/cors.ts';
 import { representationFields } from '../src/pipeline/stages/fields.ts';
@@ -322,15 +323,78 @@ describe('problems', () => {
   });
 });
 
-describe('body and deadline', () => {
+describe('body', () => {
+  const limits = (budget = 1_000) => ({ maxBodyBytes: 4, bodyTimeoutMs: 1_000, budget: createBodyBudget(budget) });
+  const declared = (body: string, length = String(body.length)) =>
+    exchange('/x', { method: 'POST', body, headers: { 'content-length': length } });
+
   it('refuses a declared length past the limit with 413 before reading, and hands the body on', async () => {
-    const stage = bodyAndDeadline({ maxBodyBytes: 4, bodyTimeoutMs: 1_000, deadlineMs: 1_000 });
-    const large = await outcome(stage, exchange('/x', { method: 'POST', body: '12345' }), fakeNext());
+    const stage = requestBody(limits());
+    const large = await outcome(stage, declared('12345'), fakeNext());
     assert.ok(large instanceof HttpError);
     assert.equal(large.status, 413);
     const x = exchange('/x', { method: 'POST', body: '1234' });
     await stage(x, fakeNext());
     assert.equal(new TextDecoder().decode(x.body), '1234');
+  });
+
+  it('takes the declared length from the budget while the request runs, and gives it back after', async () => {
+    const budget = createBodyBudget(6);
+    const stage = requestBody({ ...limits(), budget });
+    let held = -1;
+    await stage(
+      declared('1234'),
+      fakeNext(() => {
+        held = budget.held;
+        return new Response('inner');
+      }),
+    );
+    assert.deepEqual([held, budget.held], [4, 0]);
+  });
+
+  it('refuses a body past the budget with 503 and Retry-After, reading nothing and holding nothing', async () => {
+    const budget = createBodyBudget(6);
+    budget.take(3);
+    const next = fakeNext();
+    const refused = await outcome(requestBody({ ...limits(), budget }), declared('1234'), next);
+    assert.ok(refused instanceof HttpError);
+    assert.deepEqual([refused.status, refused.slug, refused.init?.headers?.['retry-after']], [503, 'unavailable', '1']);
+    assert.deepEqual([next.calls, budget.held], [0, 3]);
+  });
+
+  it('stops the database deadline while it reads, and starts it again after', async () => {
+    const events: string[] = [];
+    const x = declared('12');
+    x.deadline = {
+      pause: () => events.push('pause'),
+      resume: () => events.push('resume'),
+      expired: false,
+    };
+    await requestBody(limits())(
+      x,
+      fakeNext(() => {
+        events.push('next');
+        return new Response('inner');
+      }),
+    );
+    assert.deepEqual(events, ['pause', 'resume', 'next']);
+  });
+});
+
+describe('database deadline', () => {
+  it('answers with DeadlineExceeded once the inner stages have had their time, pauses left out', async () => {
+    const stage = databaseDeadline(30);
+    const late = stage(exchange('/x'), () => new Promise(() => {}));
+    await assert.rejects(late, DeadlineExceeded);
+    const x = exchange('/x');
+    const paused = await stage(x, async (inner) => {
+      inner.deadline?.pause();
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      inner.deadline?.resume();
+      return new Response('in time');
+    });
+    assert.equal(await paused.text(), 'in time');
+    assert.equal(x.deadline?.expired, false);
   });
 });
 

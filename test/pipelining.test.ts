@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { createConnection, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { MAX_PIPELINED, PIPELINE_BUDGET } from '../src/http/node-adapter.ts';
+import { MAX_PIPELINED, PIPELINE_BUDGET } from '../src/http/connections.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 let t: TestServer;

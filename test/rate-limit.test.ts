@@ -174,7 +174,13 @@ describe("the pipeline's limit of unauthenticated clients", () => {
   };
   const newApp = () =>
     createApp(
-      { config: loadConfig({ RATE_LIMIT: '2/60' }), db: {} as Database, log: createLogger('silent'), authenticator },
+      {
+        config: loadConfig({ RATE_LIMIT: '2/60' }),
+        db: {} as Database,
+        cursorKey: new Uint8Array(32),
+        log: createLogger('silent'),
+        authenticator,
+      },
       [route],
     );
   const statuses = async (app: ReturnType<typeof newApp>, addresses: readonly string[]) => {
@@ -238,6 +244,7 @@ describe("the pipeline's tables of users and addresses", () => {
       {
         config: loadConfig({ RATE_LIMIT: '2/60' }),
         db: {} as Database,
+        cursorKey: new Uint8Array(32),
         log: createLogger('silent'),
         authenticator,
         hooks: { rateLimitMaxKeys: 10 },

@@ -10,6 +10,7 @@ import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { adminToken } from './support/accounts.ts';
 import { startService, type ServiceProcess } from './support/process.ts';
 
 /** contract §1: "With nothing in flight it exits within 1 s." */
@@ -67,12 +68,13 @@ describe('shutdown on SIGTERM', () => {
 
   it('lets a request in flight finish, then closes its keep-alive connection and exits within 1 s of it', async () => {
     const s = await start();
+    const token = await adminToken(database, s);
     const socket = await openSocket(s);
     socket.write(
-      'POST /v1/products HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\n' +
-        'Expect: 100-continue\r\n\r\n',
+      'POST /v1/orders HTTP/1.1\r\nHost: orders.test\r\nContent-Type: application/json\r\nContent-Length: 4\r\n' +
+        `Authorization: Bearer ${token}\r\nExpect: 100-continue\r\n\r\n`,
     );
-    // "100 Continue": the server has parsed the request head, so it is in flight.
+    // "100 Continue": the server has routed and authenticated the request and reads its body: it is in flight.
     const [continued] = (await once(socket, 'data')) as [Buffer];
     assert.equal(continued.toString('latin1'), 'HTTP/1.1 100 Continue\r\n\r\n');
     const stopping = new Promise<void>((resolve) => {
@@ -94,7 +96,8 @@ describe('shutdown on SIGTERM', () => {
     await closed;
     assert.equal(code, 0, s.stderr());
     assert.ok(elapsed < EXIT_WITHIN_MS, `exited ${Math.round(elapsed)} ms after the response`);
-    assert.match(received, /^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    // The body (null) was read and judged: not a JSON object.
+    assert.match(received, /^HTTP\/1\.1 422 Unprocessable Entity\r\n/);
     assert.match(received.slice(0, received.indexOf('\r\n\r\n')), /\r\nconnection: close(\r\n|$)/i);
   });
 });

@@ -7,6 +7,7 @@ import type { LogLevel } from '../base/logger.ts';
 import type { RateLimit } from '../http/rate-limit.ts';
 import type { CorsOrigins } from '../http/cors.ts';
 import type { ProxyRange } from '../http/client-address.ts';
+import { connectionLimits, fileDescriptorLimit, type ConnectionLimits } from './connections.ts';
 import {
   bearerToken,
   ConfigError,
@@ -23,7 +24,7 @@ import {
   type Env,
 } from './values.ts';
 
-export interface Config {
+export interface Config extends ConnectionLimits {
   readonly port: number;
   readonly host: string;
   /** `undefined`: the embedded database in `dataDir`; `memory:`: an in-memory embedded one. */
@@ -31,6 +32,8 @@ export interface Config {
   readonly dataDir: string;
   readonly dbPoolMax: number;
   readonly maxBodyBytes: number;
+  /** `BODY_BUDGET_BYTES` (contract §11): what every request body being read or handled at once may hold. */
+  readonly bodyBudgetBytes: number;
   /** `undefined` when `RATE_LIMIT=off`. */
   readonly rateLimit: RateLimit | undefined;
   readonly cacheMaxAge: number;
@@ -65,8 +68,11 @@ export interface Config {
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
-/** Reads the §1 variables from `env`, applying the defaults. */
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * Reads the §1 variables from `env`, applying the defaults; the connection caps' from `fileDescriptors`, this
+ * process's limit on open files (`connections.ts`).
+ */
+export function loadConfig(env: Env = process.env, fileDescriptors = fileDescriptorLimit()): Config {
   let config: Config = {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: nonEmpty(env, 'HOST', '127.0.0.1'),
@@ -74,6 +80,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: nonEmpty(env, 'DATA_DIR', './data'),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1, 1024 ** 3),
+    bodyBudgetBytes: integer(env, 'BODY_BUDGET_BYTES', 64 * 1_048_576, 1, 1024 ** 4),
+    ...connectionLimits(env, fileDescriptors),
     rateLimit: rateLimit(env),
     cacheMaxAge: integer(env, 'CACHE_MAX_AGE', 60, 0, 31_536_000),
     v1DeprecatedAt: date(env, 'V1_DEPRECATED_AT', '2026-12-01T00:00:00Z'),
@@ -106,6 +114,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(
       'DATABASE_READ_URL with WORKERS above 1 needs REDIS_URL: every worker must see where a principal last wrote, ' +
         'so that its reads never go to a replica that has not replayed it',
+    );
+  }
+  // contract §11: a body of the largest size must fit in the budget, or it could never be read.
+  if (config.bodyBudgetBytes < config.maxBodyBytes) {
+    throw new ConfigError(
+      `BODY_BUDGET_BYTES (${config.bodyBudgetBytes}) must not be below MAX_BODY_BYTES (${config.maxBodyBytes})`,
     );
   }
   if (config.v1SunsetAt.getTime() < config.v1DeprecatedAt.getTime()) {

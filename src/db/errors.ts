@@ -41,6 +41,80 @@ export function withDeadline<T>(work: Promise<T>, ms: number, late?: () => Error
   });
 }
 
+/**
+ * A request's time for the database (contract §11), which stands still while
+ * its body is read: the client's upload is not the database's wait.
+ */
+export interface Deadline {
+  /** Stops the clock (the body is being read); no effect once it has run out. */
+  pause(): void;
+  resume(): void;
+  /** True once the time ran out: the request has been answered 503. */
+  readonly expired: boolean;
+}
+
+/**
+ * Settles like `work(deadline)`, or rejects with `DeadlineExceeded` once `deadline` has run for `ms` in all,
+ * pauses left out. As with `withDeadline()`, the abandoned work's late failure is dropped.
+ */
+export function underDeadline<T>(ms: number, work: (deadline: Deadline) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const deadline = new PausableDeadline(ms, reject);
+    work(deadline).then(
+      (value) => {
+        deadline.settle();
+        resolve(value);
+      },
+      (error: unknown) => {
+        deadline.settle();
+        reject(error);
+      },
+    );
+  });
+}
+
+/** One request's clock: a class, so that a request makes one object and one timer for it. */
+class PausableDeadline implements Deadline {
+  readonly #ms: number;
+  readonly #reject: (error: unknown) => void;
+  #left: number;
+  #since = performance.now();
+  #timer: NodeJS.Timeout | undefined;
+  expired = false;
+
+  constructor(ms: number, reject: (error: unknown) => void) {
+    this.#ms = ms;
+    this.#left = ms;
+    this.#reject = reject;
+    this.#timer = setTimeout(() => this.#expire(), ms);
+  }
+
+  pause(): void {
+    if (this.#timer === undefined || this.expired) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#left -= performance.now() - this.#since;
+  }
+
+  resume(): void {
+    if (this.#timer !== undefined || this.expired) return;
+    this.#since = performance.now();
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, this.#left));
+  }
+
+  /** The work settled: the clock stops for good. */
+  settle(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #expire(): void {
+    this.expired = true;
+    this.#timer = undefined;
+    this.#reject(new DeadlineExceeded(this.#ms));
+  }
+}
+
 // Raised by node's sockets and by postgres.js itself.
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',

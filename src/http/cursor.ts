@@ -1,11 +1,13 @@
 /**
  * The `cursor` of a collection's next page (contract §4): the keyset position
- * of the last row sent, bound by a fingerprint to the collection, its filters
- * and its order. Made here, and taken back only if it is one this service
- * made for the same query, each value of its key's type: nothing of a refused
- * cursor reaches SQL. Pure.
+ * of the last row sent and the number of the page it leads to, bound by a
+ * fingerprint to the collection, its filters and its order, and signed with
+ * the service's cursor key (an HMAC; every process shares the key through the
+ * database). Made here, and taken back only if it is one this service made,
+ * unchanged, for the same query, each value of its key's type: nothing of a
+ * refused cursor reaches SQL. Pure.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { sortOrder, type KeyType, type SortKey } from './sort-order.ts';
 
 /** The longest `cursor` taken: far above any this service makes (about 200 characters). */
@@ -17,8 +19,15 @@ export interface CursorScope {
   readonly filters: Readonly<Record<string, unknown>>;
 }
 
-const CURSOR_VERSION = 1;
+const CURSOR_VERSION = 2;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** The bytes of the HMAC-SHA256 a cursor keeps: 128 bits, beyond any forging by trial. */
+const SIGNATURE_BYTES = 16;
+
+/** The signature of a cursor's payload (its base64url text) under `key`. */
+function signature(key: Uint8Array, payload: string): Buffer {
+  return createHmac('sha256', key).update(`orders-cursor.${payload}`).digest().subarray(0, SIGNATURE_BYTES);
+}
 
 /**
  * The fingerprint of what a cursor is made for: the collection, its filters
@@ -37,34 +46,56 @@ function fingerprint(collection: string, scope: CursorScope): string {
 }
 
 /**
- * The `cursor` of the page after the row whose keyset position is `values`
- * (its value of each key of `sortOrder()`, as the database gives them as
- * text): base64url of `{"v":1,"f":<fingerprint>,"k":[values]}`.
+ * The `cursor` of page `page`, the page after the row whose keyset position is `values` (its value of each key
+ * of `sortOrder()`, as the database gives them as text): base64url of
+ * `{"v":2,"f":<fingerprint>,"k":[values],"p":page}`, a dot, and base64url of its signature under `key`.
  *
  * @example
- * encodeCursor('/orders', { sort: [], filters: {} }, ['42']) // 'eyJ2IjoxLCJmIjoi…'
+ * encodeCursor(key, '/orders', { sort: [], filters: {} }, ['42'], 3) // 'eyJ2IjoyLCJmIjoi….Xb2…'
  */
-export function encodeCursor(collection: string, scope: CursorScope, values: readonly string[]): string {
-  const payload = { v: CURSOR_VERSION, f: fingerprint(collection, scope), k: values };
-  return Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+export function encodeCursor(
+  key: Uint8Array,
+  collection: string,
+  scope: CursorScope,
+  values: readonly string[],
+  page: number,
+): string {
+  const payload = { v: CURSOR_VERSION, f: fingerprint(collection, scope), k: values, p: page };
+  const text = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
+  return `${text}.${signature(key, text).toString('base64url')}`;
+}
+
+/** Where a cursor leads: after the keyset position `values`, to page number `page`. */
+export interface CursorPosition {
+  readonly values: readonly string[];
+  readonly page: number;
 }
 
 /**
- * The keyset position `text` holds, if it is a cursor this service made for
- * `collection` with these filters and this sort, each value of the type of
- * its key; else why not. Nothing of a refused cursor reaches SQL.
+ * The position `text` leads to, if it is a cursor this service made (signed under `key`, unchanged) for
+ * `collection` with these filters and this sort, each value of the type of its key; else why not. Nothing of a
+ * refused cursor reaches SQL.
  */
 export function decodeCursor(
+  key: Uint8Array,
   text: string,
   collection: string,
   scope: CursorScope,
   types: Readonly<Record<string, KeyType>>,
-): { readonly values: readonly string[] } | { readonly error: string } {
+): CursorPosition | { readonly error: string } {
   const malformed = { error: "is not a cursor of this collection; pass the next link's cursor exactly as given" };
-  if (text.length > MAX_CURSOR_LENGTH || !BASE64URL.test(text)) return malformed;
-  const bytes = Buffer.from(text, 'base64url');
-  // One text per cursor: a cursor whose bytes re-encode otherwise was not made here.
-  if (bytes.toString('base64url') !== text) return malformed;
+  if (text.length > MAX_CURSOR_LENGTH) return malformed;
+  const [payloadText, signed, ...rest] = text.split('.');
+  if (payloadText === undefined || signed === undefined || rest.length > 0) return malformed;
+  if (!BASE64URL.test(payloadText) || !BASE64URL.test(signed)) return malformed;
+  const given = Buffer.from(signed, 'base64url');
+  // One text per cursor: a cursor whose parts re-encode otherwise was not made here.
+  if (given.length !== SIGNATURE_BYTES || given.toString('base64url') !== signed) return malformed;
+  // Signed by this service (in constant time: the time taken says nothing of the signature), before anything
+  // of the payload is read.
+  if (!timingSafeEqual(given, signature(key, payloadText))) return malformed;
+  const bytes = Buffer.from(payloadText, 'base64url');
+  if (bytes.toString('base64url') !== payloadText) return malformed;
   let payload: unknown;
   try {
     payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
@@ -82,18 +113,20 @@ export function decodeCursor(
     const type = types[key.key];
     if (type === undefined || !validValue(type, payload.k[i] as string)) return malformed;
   }
-  return { values: payload.k };
+  return { values: payload.k, page: payload.p };
 }
 
-function isCursorPayload(value: unknown): value is { v: number; f: string; k: string[] } {
+function isCursorPayload(value: unknown): value is { v: number; f: string; k: string[]; p: number } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const { v, f, k, ...rest } = value as Record<string, unknown>;
+  const { v, f, k, p, ...rest } = value as Record<string, unknown>;
   return (
     Object.keys(rest).length === 0 &&
     v === CURSOR_VERSION &&
     typeof f === 'string' &&
     Array.isArray(k) &&
-    k.every((x) => typeof x === 'string')
+    k.every((x) => typeof x === 'string') &&
+    Number.isSafeInteger(p) &&
+    (p as number) >= 2
   );
 }
 

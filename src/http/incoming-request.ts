@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
+import { type BodySource, ClientAbortError, streamSource } from './body.ts';
 import { delegateToReal } from './lazy.ts';
 
 /** Hosts and schemes are never trusted from the client: the URL only carries the path and query. */
@@ -46,15 +47,69 @@ export class IncomingRequest {
   readonly method: string;
   readonly url: string;
   readonly #req: IncomingMessage;
+  readonly #beforeBody: (() => void) | undefined;
   #fields: Map<string, string> | undefined;
   #headers: Headers | undefined;
   #body: ReadableStream<Uint8Array> | null | undefined;
   #real: Request | undefined;
 
-  constructor(req: IncomingMessage, target: string) {
+  /** `beforeBody`: called once as the body starts to be read (the bridge sends `100 Continue` then). */
+  constructor(req: IncomingMessage, target: string, beforeBody?: () => void) {
     this.#req = req;
+    this.#beforeBody = beforeBody;
     this.method = req.method ?? 'GET';
     this.url = BASE + target;
+  }
+
+  /**
+   * The body as node's parser hands it over, piece by piece, none kept here (contract §11); `null` when the
+   * method takes none or the request has none. Nothing is read, and no `100 Continue` sent, before `pump()`.
+   */
+  bodySource(): BodySource | null {
+    const method = this.method;
+    if (method === 'GET' || method === 'HEAD' || method === 'CONNECT') return null;
+    const req = this.#req;
+    // RFC 9112 §6.3: a request with neither Content-Length nor Transfer-Encoding has no content.
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) return null;
+    const beforeBody = this.#beforeBody;
+    return {
+      pump(onPiece) {
+        let stop = () => {};
+        const done = new Promise<void>((resolve, reject) => {
+          const onEnd = () => {
+            detach();
+            resolve();
+          };
+          const onClose = () => {
+            if (req.complete) return;
+            detach();
+            reject(new ClientAbortError(new Error('the connection closed before the end of the body')));
+          };
+          const onError = (error: Error) => {
+            detach();
+            reject(new ClientAbortError(error));
+          };
+          const detach = () => {
+            req.off('data', onPiece);
+            req.off('end', onEnd);
+            req.off('close', onClose);
+            req.off('error', onError);
+          };
+          stop = () => {
+            detach();
+            // Nothing more is read from the socket than what one read already holds: the answer closes it.
+            req.pause();
+            resolve();
+          };
+          req.on('data', onPiece);
+          req.on('end', onEnd);
+          req.on('close', onClose);
+          req.on('error', onError);
+        });
+        beforeBody?.();
+        return { done, stop: () => stop() };
+      },
+    };
   }
 
   /**
@@ -77,13 +132,15 @@ export class IncomingRequest {
     return this.#headers;
   }
 
+  /** The body as a web stream: reaching for it starts the body (`beforeBody`). The pipeline reads `bodySource()`. */
   get body(): ReadableStream<Uint8Array> | null {
     // RFC 9110 §9.3.6: a CONNECT request has no content (node has handed the socket over).
     const method = this.method;
-    this.#body ??=
-      method === 'GET' || method === 'HEAD' || method === 'CONNECT'
-        ? null
-        : (Readable.toWeb(this.#req) as ReadableStream<Uint8Array>);
+    if (this.#body === undefined) {
+      const none = method === 'GET' || method === 'HEAD' || method === 'CONNECT';
+      if (!none) this.#beforeBody?.();
+      this.#body = none ? null : (Readable.toWeb(this.#req) as ReadableStream<Uint8Array>);
+    }
     return this.#body;
   }
 
@@ -115,6 +172,15 @@ export function fieldOf(request: Request, name: string): string | null {
   return (request as unknown) instanceof IncomingRequest
     ? (request as unknown as IncomingRequest).field(name)
     : request.headers.get(name);
+}
+
+/**
+ * The body of `request` as a `BodySource` (piece by piece, nothing read yet), or `null` when it has none: from
+ * node's parser for a request of the bridge, else from the web stream.
+ */
+export function bodySourceOf(request: Request): BodySource | null {
+  if ((request as unknown) instanceof IncomingRequest) return (request as unknown as IncomingRequest).bodySource();
+  return request.body === null ? null : streamSource(request.body);
 }
 
 // Fetch's header value rules: no NUL, CR or LF inside; leading and trailing

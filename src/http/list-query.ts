@@ -9,7 +9,7 @@
 
 import { HttpError, listedErrors } from './problem.ts';
 import type { KeyType, SortKey } from './sort-order.ts';
-import { decodeCursor } from './cursor.ts';
+import { type CursorPosition, decodeCursor } from './cursor.ts';
 
 export type FilterParser<T> = (value: string) => { readonly value: T } | { readonly error: string };
 
@@ -23,8 +23,8 @@ export interface ListSpec<K extends string, F extends Record<string, unknown>> {
 }
 
 export interface ListQuery<K extends string, F extends Record<string, unknown>> {
-  /** The page by number; absent on a cursor page. */
-  readonly page?: number;
+  /** The number of the page: asked for by `page`, or carried by the cursor (contract §4: every page has one). */
+  readonly page: number;
   readonly pageSize: number;
   /** As given; empty means the default order. `id` is appended as the tie-breaker by `sortOrder()`. */
   readonly sort: readonly SortKey<K>[];
@@ -73,16 +73,18 @@ export const positiveId: FilterParser<number> = (value) => {
 /**
  * Parses `search` against `spec`, collecting every error rather than
  * stopping at the first. `collection` names the collection a cursor is bound
- * to (its path without the version prefix), with the filters and the order.
+ * to (its path without the version prefix), with the filters and the order;
+ * `key` is the key cursors are signed with.
  *
  * @example
- * parseListQuery(new URLSearchParams('sort=-createdAt&page=2'), spec)
+ * parseListQuery(new URLSearchParams('sort=-createdAt&page=2'), spec, '/orders', key)
  * // { ok: true, value: { page: 2, pageSize: 20, sort: [{ key: 'createdAt', descending: true }], filters: {} } }
  */
 export function parseListQuery<K extends string, F extends Record<string, unknown>>(
   search: URLSearchParams,
   spec: ListSpec<K, F>,
-  collection = '',
+  collection: string,
+  key: Uint8Array,
 ): ParseResult<ListQuery<K, F>> {
   const errors: QueryError[] = [];
   const seen = new Set<string>();
@@ -132,20 +134,26 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
         "follow the next link's cursor to go further",
     });
   }
-  let after: readonly string[] | undefined;
+  let position: CursorPosition | undefined;
   if (cursor !== undefined && !repeated.has('cursor')) {
     if (seen.has('page')) {
-      errors.push({ parameter: 'cursor', detail: 'cannot be given with page: a cursor page has no number' });
+      errors.push({ parameter: 'cursor', detail: 'cannot be given with page: the cursor carries its page number' });
     } else if (errors.length === 0) {
       // Only a query that parsed has filters and a sort to check the cursor against.
-      const decoded = decodeCursor(cursor, collection, { sort, filters }, spec.keyTypes);
+      const decoded = decodeCursor(key, cursor, collection, { sort, filters }, spec.keyTypes);
       if ('error' in decoded) errors.push({ parameter: 'cursor', detail: decoded.error });
-      else after = decoded.values;
+      else position = decoded;
     }
   }
   if (errors.length > 0) return { ok: false, errors };
   const common = { pageSize, sort, filters };
-  return { ok: true, value: after === undefined ? { page: page ?? 1, ...common } : { ...common, after } };
+  return {
+    ok: true,
+    value:
+      position === undefined
+        ? { page: page ?? 1, ...common }
+        : { page: position.page, ...common, after: position.values },
+  };
 }
 
 /** The deepest `page` allowed with `pageSize` (contract §4: `(page - 1) × pageSize < 10000`). */

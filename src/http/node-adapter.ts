@@ -11,6 +11,17 @@ import { createServer, ServerResponse, type IncomingMessage, type Server } from 
 import type { Socket } from 'node:net';
 import { contentOf, fieldsOf } from './response.ts';
 import { IncomingRequest, originForm } from './incoming-request.ts';
+import {
+  capConnections,
+  type ConnectionCaps,
+  drainable,
+  HEADERS_TIMEOUT_MS,
+  KEEP_ALIVE_TIMEOUT_MS,
+  LINGER_MS,
+  lingeringClose,
+  MAX_PIPELINED,
+  pipelineTurns,
+} from './connections.ts';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
@@ -27,9 +38,13 @@ export interface ClientInfo {
 
 export type FetchHandler = (request: Request, client: ClientInfo) => Promise<Response>;
 
-export interface NodeServerOptions {
+export interface NodeServerOptions extends ConnectionCaps {
   /** Node's own cap on receiving one whole request, a backstop for the handler's own time-outs. */
   readonly requestTimeoutMs: number;
+  /** contract §11: a connection that has not sent a whole request head within this is answered 408 and closed. */
+  readonly headersTimeoutMs?: number;
+  /** How long a connection ended with its body unread lingers at most (`LINGER_MS`); tests lengthen it. */
+  readonly lingerMs?: number;
 }
 
 export interface NodeServer {
@@ -62,9 +77,8 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     connections.set(socket, busy);
     if (closing && busy === 0) socket.destroySoon();
   };
-  // Per connection, the request being served (its answer written past the budget or not): the next waits.
-  const turns = new WeakMap<Socket, Promise<void>>();
-  const server = createServer({ requestTimeout: options.requestTimeoutMs }, (req, res) => {
+  const inTurn = pipelineTurns();
+  const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
     const socket = req.socket;
     settle(socket, +1);
     res.once('close', () => settle(socket, -1));
@@ -76,31 +90,30 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
       return;
     }
     const run = () =>
-      serve(handler, req, res, () => closing).catch((error: unknown) => {
+      serve(handler, req, res, expectsContinue, () => closing, options.lingerMs).catch((error: unknown) => {
         // Only a failure to write the response lands here (the client went away
         // mid-body, say): the handler itself never throws.
         res.destroy(error instanceof Error ? error : new Error(String(error)));
       });
-    // contract §11: a pipelined request starts only once the answer before it is written down to
-    // PIPELINE_BUDGET bytes; meanwhile the connection is not read, so what a client sends without
-    // reading is never turned into more work or memory than one read's worth of requests.
-    const previous = turns.get(socket);
-    let turn: Promise<void>;
-    if (previous === undefined) {
-      turn = run().then(() => written(res));
-    } else {
-      socket.pause();
-      turn = previous.then(() => {
-        socket.resume();
-        return run().then(() => written(res));
-      });
-    }
-    turns.set(socket, turn);
-    turn.then(() => {
-      if (turns.get(socket) === turn) turns.delete(socket);
-    });
-  });
+    inTurn(socket, res, run);
+  };
+  const server = createServer(
+    {
+      requestTimeout: options.requestTimeoutMs,
+      headersTimeout: Math.min(options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS, options.requestTimeoutMs),
+      // How often node looks for connections past those times (its default, 30 s, would let one stay 40 s).
+      connectionsCheckingInterval: 1_000,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    },
+    (req, res) => onRequest(req, res, false),
+  );
+  // RFC 9110 §10.1.1: a client that asks for 100 Continue sends its body only once told to; it is told when the
+  // body stage starts reading, so a request refused from its head alone (401, 413, 429…) never gets the body.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+  // contract §11: the caps on connections, the process's and each client address's (connections.ts).
+  const admit = capConnections(server, options);
   server.on('connection', (socket: Socket) => {
+    if (!admit(socket)) return;
     connections.set(socket, 0);
     socket.once('close', () => connections.delete(socket));
   });
@@ -114,9 +127,8 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     settle(socket, +1);
     res.once('close', () => settle(socket, -1));
     res.once('finish', () => socket.destroySoon());
-    serve(handler, req, res, () => true).catch(() => socket.destroy());
+    serve(handler, req, res, false, () => true).catch(() => socket.destroy());
   });
-  server.keepAliveTimeout = 5_000;
   return {
     server,
     close() {
@@ -138,15 +150,31 @@ async function serve(
   handler: FetchHandler,
   req: IncomingMessage,
   res: ServerResponse,
+  expectsContinue: boolean,
   closing: () => boolean,
+  lingerMs = LINGER_MS,
 ): Promise<void> {
   const target = req.url ?? '';
   const origin = originForm(target);
   const path = origin?.split('?', 1)[0] ?? target;
+  let started = false;
+  const beforeBody = () => {
+    if (started) return;
+    started = true;
+    if (expectsContinue) res.writeContinue();
+  };
   // Anything but origin- or absolute-form gets a URL path that routes nowhere.
-  const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target') as unknown as Request;
-  const response = await handler(request, { remoteAddress: req.socket.remoteAddress ?? '', path });
-  const streamed = writeResponse(req, res, response, closing());
+  const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target', beforeBody);
+  const response = await handler(request as unknown as Request, {
+    remoteAddress: req.socket.remoteAddress ?? '',
+    path,
+  });
+  // contract §11: a body left unread is drained only when it was never touched, is small and is on its way (its
+  // client does not wait for 100 Continue); else the connection ends with this answer. A body whose reading
+  // stopped midway (refused) leaves the connection where nothing can follow on it.
+  const keep = req.complete || (!started && !expectsContinue && drainable(req));
+  if (!keep) lingeringClose(req.socket, lingerMs);
+  const streamed = writeResponse(req, res, response, closing() || !keep);
   if (streamed !== undefined) await streamed;
 }
 
@@ -158,7 +186,7 @@ function writeResponse(
   req: IncomingMessage,
   res: ServerResponse,
   response: Response,
-  closing: boolean,
+  close: boolean,
 ): Promise<void> | undefined {
   // The fields as node's flat list (name, value, name, value…): no object
   // keyed by field names to build for each response.
@@ -168,10 +196,7 @@ function writeResponse(
     if (name === 'content-length') length = true;
     fields.push(name, value);
   });
-  // A body the handler did not read to the end (a 413, say) leaves the
-  // connection in an unknown state, and a server shutting down ends it:
-  // close the connection after this response.
-  if (closing || (!req.complete && req.method !== 'GET' && req.method !== 'HEAD')) fields.push('connection', 'close');
+  if (close && !fieldsOf(response).has('connection')) fields.push('connection', 'close');
   const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
   // Bytes in memory go to the socket as they are, in one write with the head: no web stream.
   const content = contentOf(response);
@@ -197,34 +222,6 @@ async function streamBody(res: ServerResponse, body: ReadableStream | null, noCo
     if (!res.write(chunk)) await drained(res);
   }
   res.end();
-}
-
-/** contract §11: the most requests a connection may have waiting for their answers (pipelined) at once. */
-export const MAX_PIPELINED = 64;
-
-/** contract §11: how much of an answer may stay unwritten when the connection's next request starts. */
-export const PIPELINE_BUDGET = 64 * 1024;
-
-/**
- * Resolves once at most `PIPELINE_BUDGET` bytes of `res` are still to be
- * handed to the operating system (`writableLength`: its own queue and its
- * socket's), or it is done or gone.
- */
-function written(res: ServerResponse): Promise<void> {
-  if (res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET) return Promise.resolve();
-  return new Promise((resolve) => {
-    const check = () => {
-      if (!(res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET)) return;
-      res.socket?.off('drain', check);
-      res.off('finish', check);
-      res.off('close', check);
-      resolve();
-    };
-    // The socket's drain: the OutgoingMessage passes it on only to a writer that saw write() refuse.
-    res.socket?.on('drain', check);
-    res.once('finish', check);
-    res.once('close', check);
-  });
 }
 
 /** Resolves when `res` can take more data, or when the client has gone. */

@@ -11,8 +11,8 @@ export function pageCount(total: number, pageSize: number): number {
 
 /** The collection pages a response links to (contract §4). */
 export interface PageLinks {
-  /** The page by number, or absent on a cursor page. */
-  readonly page?: number;
+  /** The number of the page (a cursor page's too: its cursor carries it). */
+  readonly page: number;
   readonly pageSize: number;
   /** `pageCount()` of the collection. */
   readonly pages: number;
@@ -24,8 +24,8 @@ export interface PageLinks {
  * The RFC 8288 `Link` value of a page of a collection, and its next page's
  * URL (`meta.next`): each link the same request (path and query, as a
  * relative reference) with another `page` or `cursor` (contract §4). `first`
- * is page 1; `prev` the page before, on a page by number only (a cursor page
- * does not know its number); `next` the cursor after this page's last row,
+ * is page 1; `prev` the page before, by number, when `page` reaches it (a
+ * cursor page deeper than that has none); `next` the cursor after this page's last row,
  * when there is a next page; `last` the last page, when it lies within the
  * depth `page` reaches.
  */
@@ -39,8 +39,8 @@ export function paginationLinks(url: URL, links: PageLinks): { readonly header: 
   };
   const link = (href: string, rel: string) => `<${href}>; rel="${rel}"`;
   const header = [link(target('page', '1'), 'first')];
-  if (links.page !== undefined && links.page > 1)
-    header.push(link(target('page', String(Math.min(links.page - 1, last))), 'prev'));
+  const prev = Math.min(links.page - 1, last);
+  if (prev >= 1 && prev <= maxPage(links.pageSize)) header.push(link(target('page', String(prev)), 'prev'));
   const next = links.cursor === undefined ? undefined : target('cursor', links.cursor);
   if (next !== undefined) header.push(link(next, 'next'));
   if (last <= maxPage(links.pageSize)) header.push(link(target('page', String(last)), 'last'));

@@ -27,7 +27,10 @@ export const REDIS_TIMEOUT_MS = 100;
 export const REDIS_CONNECT_TIMEOUT_MS = 1_000;
 /** How long after a failed start or probe (or the loss of the connection) the next probe starts. */
 export const REDIS_PROBE_INTERVAL_MS = 1_000;
-/** Every key starts with this: `orders:ratelimit:users:<user id>`, `orders:ratelimit:addresses:<address group>`. */
+/**
+ * Every key starts with this: `orders:ratelimit:users:<user id>`, `orders:ratelimit:addresses:<address group>`,
+ * `orders:ratelimit:failures:<address group>`.
+ */
 export const REDIS_KEY_PREFIX = 'orders:ratelimit:';
 
 /** The `warn` line of an outage, logged once as it begins (at start too), with the error. */
@@ -37,8 +40,11 @@ export const REDIS_IN_USE = 'rate limits: counting in Redis';
 /** The `info` line of an outage's end, with its length (`outageMs`) and the requests counted meanwhile. */
 export const REDIS_BACK = 'rate limits: Redis reachable again, counting in Redis';
 
-/** The two tables of contract §10: users by id, requests without a valid token by `addressGroup()`. */
-export type LimitTable = 'users' | 'addresses';
+/**
+ * The tables of contract §10: users by id, requests without a valid token by `addressGroup()`, and failed
+ * authentications (a token or `METRICS_TOKEN` presented and refused) by `addressGroup()`.
+ */
+export type LimitTable = 'users' | 'addresses' | 'failures';
 
 /** What GET /metrics reports of the shared limits. */
 export interface SharedLimitsStatus {

@@ -33,6 +33,15 @@ const METHODS: ReadonlySet<string> = new Set([
 ]);
 
 export type Limiter = 'user' | 'address';
+export type ConnectionCap = 'process' | 'address';
+
+/** contract §11's figures of the HTTP server, read at each scrape. */
+export interface ConnectionGauges {
+  /** Connections open now. */
+  readonly connections: () => number;
+  /** Bytes the request bodies in flight hold now (against `BODY_BUDGET_BYTES`). */
+  readonly bodyBytes: () => number;
+}
 
 export interface HttpMetrics {
   /**
@@ -44,6 +53,10 @@ export interface HttpMetrics {
   request(pattern: string | undefined, method: string, status: number | undefined, seconds: number): void;
   /** Counts one request refused with 429 by the users' or the addresses' table. */
   rateLimited(limiter: Limiter): void;
+  /** Counts one connection closed as it arrived, past the process's cap or its client address's (contract §11). */
+  connectionRefused(cap: ConnectionCap): void;
+  /** Where the gauges of connections and bodies are read at a scrape: the HTTP server's, once it is made. */
+  watch(gauges: ConnectionGauges): void;
   /** The figures so far as plain data (src/metrics/snapshot.ts), the families of `HTTP_FAMILIES`. */
   snapshot(): Snapshot;
   /** This recorder's families alone, in the text exposition format. */
@@ -68,7 +81,24 @@ export const HTTP_FAMILIES: readonly FamilyDoc[] = [
     type: 'counter',
     help:
       "Requests refused with 429, by the table that refused them (user: a token's user; address: a client " +
-      'address).',
+      'address, for its anonymous requests or its failed authentications).',
+  },
+  {
+    name: 'orders_connections_refused_total',
+    type: 'counter',
+    help:
+      'Connections closed as they arrived (contract §11), by the cap they would have passed (process: ' +
+      'MAX_CONNECTIONS; address: MAX_CONNECTIONS_PER_ADDRESS).',
+  },
+  {
+    name: 'orders_connections_open',
+    type: 'gauge',
+    help: "HTTP connections open now; with WORKERS=N, the workers' sum.",
+  },
+  {
+    name: 'orders_request_body_bytes',
+    type: 'gauge',
+    help: 'Bytes held by the request bodies being read or handled now (of BODY_BUDGET_BYTES each process).',
   },
 ];
 
@@ -103,6 +133,8 @@ export function routeLabel(pattern: string): string {
 export function createHttpMetrics(): HttpMetrics {
   const routes = new Map<string, RouteSeries>();
   const refused = { user: 0, address: 0 };
+  const connections = { process: 0, address: 0 };
+  let gauges: ConnectionGauges | undefined;
 
   const seriesOf = (pattern: string | undefined, method: string): MethodSeries => {
     const key = pattern ?? UNMATCHED;
@@ -135,6 +167,12 @@ export function createHttpMetrics(): HttpMetrics {
     rateLimited(limiter) {
       refused[limiter] += 1;
     },
+    connectionRefused(cap) {
+      connections[cap] += 1;
+    },
+    watch(given) {
+      gauges = given;
+    },
     snapshot() {
       const requests: Record<string, number> = {};
       const durations: Record<string, Histogram> = {};
@@ -160,9 +198,16 @@ export function createHttpMetrics(): HttpMetrics {
             [labels({ limiter: 'user' })]: refused.user,
             [labels({ limiter: 'address' })]: refused.address,
           },
+          orders_connections_refused_total: {
+            [labels({ cap: 'process' })]: connections.process,
+            [labels({ cap: 'address' })]: connections.address,
+          },
         },
         histograms: { orders_http_request_duration_seconds: durations },
-        gauges: {},
+        gauges: {
+          orders_connections_open: { '': gauges?.connections() ?? 0 },
+          orders_request_body_bytes: { '': gauges?.bodyBytes() ?? 0 },
+        },
       };
     },
     render() {

@@ -86,16 +86,14 @@ export function money(amount: string, currency: string, version: Version): numbe
   return version === 1 ? Number(amount) : { amount, currency };
 }
 
-/** The `meta` of a collection page (contract §2, §4): `page` only on a page by number, `next` unless on the last. */
+/** The `meta` of a collection page (contract §2, §4): `page` on every page, `next` unless on the last. */
 export const Meta = v.strictObject({
   total: v.pipe(v.number(), v.integer(), v.minValue(0)),
-  page: v.optional(
-    v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(1),
-      v.description('The page number; absent on a page reached by cursor, which has none.'),
-    ),
+  page: v.pipe(
+    v.number(),
+    v.integer(),
+    v.minValue(1),
+    v.description('The page number: the one asked for, or on a page reached by cursor the one its cursor leads to.'),
   ),
   pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
   pageCount: v.pipe(v.number(), v.integer(), v.minValue(0)),

@@ -43,9 +43,10 @@ function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<n
   add(405, 'method-not-allowed');
   // contract §4: a success with no body (204) is never refused for its Accept.
   if (version !== undefined && doc.success.status !== 204) add(406, 'not-acceptable');
-  add(408, 'request-timeout');
+  // contract §11: a body is read (and refused) only on a route that takes one, once it is routed and allowed.
+  if (!safe) add(408, 'request-timeout');
   if (version === 1) add(410, 'version-sunset');
-  add(413, 'payload-too-large');
+  if (!safe) add(413, 'payload-too-large');
   if (doc.body) add(415, 'unsupported-media-type');
   if (route.method === 'POST') {
     add(409, 'idempotency-key-in-use');
@@ -82,7 +83,7 @@ function successContent(route: DocumentedRoute, version: Version | undefined): J
 /** The success of `route` for `method` (`head` for a GET's HEAD: its fields, without the body). */
 function success(route: DocumentedRoute, method: string, version: Version | undefined, components: Components): Json {
   const { doc } = route;
-  const list: Field[] = [...always('Cache-Control'), ...pipelineFields(version, true, route.rateLimited !== 'never')];
+  const list: Field[] = [...always('Cache-Control'), ...pipelineFields(version, route.rateLimited !== 'never')];
   const content = successContent(route, version);
   // Vary: Accept where the route negotiates, Authorization where it authenticates, on every answer it routes (the
   // fields stage); Accept-Encoding on every answer with content (the compression stage).
@@ -170,8 +171,6 @@ export function optionsOperation(
     parameters: [...pathParameters(route, components), requestIdParameter(components)],
     responses: {
       '204': optionsResponse(version, patchable, components),
-      '408': problem(408, 'request-timeout'),
-      '413': problem(413, 'payload-too-large'),
       '429': problem(429, 'rate-limited'),
       '500': problem(500, 'internal'),
     },

@@ -50,9 +50,15 @@ const SHARED: Readonly<Record<string, Json>> = {
     in: 'query',
     description:
       'Opaque: the page after the position it holds, as the next link (Link rel="next", meta.next) gives it. ' +
-      'Valid only with the filters and sort it was made for (pageSize may change), and not with page; ' +
-      'otherwise 400 invalid-query. A cursor page has no page number (meta.page is absent).',
-    schema: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, pattern: '^[A-Za-z0-9_-]+$' },
+      'Signed by the service: a changed, cut or made-up cursor is 400 invalid-query, as is one used with other ' +
+      'filters or another sort than it was made for (pageSize may change), or with page. It carries the number ' +
+      'of the page it leads to (meta.page).',
+    schema: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_CURSOR_LENGTH,
+      pattern: '^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$',
+    },
   },
   'If-None-Match': {
     name: 'If-None-Match',

@@ -37,13 +37,11 @@ export const sometimes = (...names: string[]): Field[] => names.map((name) => ({
 const RATE_LIMIT_FIELDS = ['RateLimit', 'RateLimit-Policy'];
 /** contract §8: every version 1 answer, once the path (its prefix) has been read. */
 const VERSION_1_FIELDS = ['Deprecation', 'Sunset', 'Link'];
-/** Refused while the body is read, before the path is routed: the version is not known yet. */
-export const BEFORE_ROUTING: ReadonlySet<ProblemSlug> = new Set(['payload-too-large', 'request-timeout']);
 /**
  * Refused before a route is found (src/pipeline/stages/limits.ts): counted
  * against the client's address whatever the path, a health check's too.
  */
-export const BEFORE_ROUTE: ReadonlySet<ProblemSlug> = new Set([...BEFORE_ROUTING, 'method-not-allowed']);
+export const BEFORE_ROUTE: ReadonlySet<ProblemSlug> = new Set(['method-not-allowed']);
 /**
  * contract §16, with CORS_ORIGINS set: every answer varies by Origin, and one to
  * a listed origin carries these; a preflight's answer (Fetch §3.2.2) carries
@@ -71,15 +69,14 @@ export const PROBLEM_FIELDS: Partial<Record<ProblemSlug, readonly Field[]>> = {
 
 /**
  * What the pipeline adds to an answer in `version`, errors included:
- * `routed` false for those refused before the path (so the version) is read,
  * `limited` false for those never counted (health checks).
  */
-export function pipelineFields(version: Version | undefined, routed = true, limited = true): Field[] {
+export function pipelineFields(version: Version | undefined, limited = true): Field[] {
   return [
     ...always('X-Request-Id'),
     ...(limited ? always(...RATE_LIMIT_FIELDS) : []),
     ...sometimes('Vary', ...CORS_FIELDS),
-    ...(version === 1 && routed ? always(...VERSION_1_FIELDS) : []),
+    ...(version === 1 ? always(...VERSION_1_FIELDS) : []),
   ];
 }
 

@@ -13,7 +13,6 @@ import type { Components } from './components.ts';
 import {
   always,
   BEFORE_ROUTE,
-  BEFORE_ROUTING,
   type Field,
   fields,
   pipelineFields,
@@ -64,7 +63,7 @@ export function problemResponse(
   const perType = slugs.map((slug) => {
     // Refused before its route is found, a health check is counted like any request.
     const limited = facts.limited || BEFORE_ROUTE.has(slug);
-    return [...pipelineFields(facts.version, !BEFORE_ROUTING.has(slug), limited), ...(PROBLEM_FIELDS[slug] ?? [])];
+    return [...pipelineFields(facts.version, limited), ...(PROBLEM_FIELDS[slug] ?? [])];
   });
   // Vary: Accept-Encoding on every answer with content (src/pipeline/stages/compression.ts).
   const list = [...always('X-Request-Id', 'Cache-Control'), ...onEvery(perType), ...always('Vary')];
@@ -92,7 +91,7 @@ export function problemResponse(
  * compression stage's), and what the pipeline adds to every answer.
  */
 export function notModifiedResponse(version: Version | undefined, limited: boolean, components: Components): Json {
-  const list = [...always('ETag', 'Cache-Control'), ...pipelineFields(version, true, limited), ...always('Vary')];
+  const list = [...always('ETag', 'Cache-Control'), ...pipelineFields(version, limited), ...always('Vary')];
   const name = `NotModified${version === 1 ? 'V1' : ''}${limited ? '' : 'Unlimited'}`;
   return components.ref('responses', name, {
     description: 'Not modified: If-None-Match names the current entity tag (of any content coding).',

@@ -14,7 +14,7 @@
  * stalled database never hangs a scrape.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RequestContext, RouteSpec } from '../pipeline/context.ts';
+import type { HandlerServices, RequestContext, RouteSpec } from '../pipeline/context.ts';
 import { parseAuthorization } from '../auth/tokens.ts';
 import type { Db } from '../db/database.ts';
 import { withDeadline } from '../db/errors.ts';
@@ -56,6 +56,7 @@ export const metricsRoute: RouteSpec = {
   versioned: false,
   // contract §13: open to anyone, a scrape is a request like any other; behind METRICS_TOKEN, never counted.
   rateLimited: 'unless-token',
+  credential: checkMetricsToken,
   doc: {
     summary: 'Prometheus metrics',
     description: [
@@ -77,7 +78,6 @@ export const metricsRoute: RouteSpec = {
   async handler(ctx) {
     const metrics = ctx.services.metrics;
     if (metrics === undefined) throw new Error("GET /metrics needs the pipeline's metrics (createApp sets them)");
-    authorize(ctx);
     // The pool as the service's own work uses it: read before the scrape's statement.
     const local = localSnapshot(metrics, ctx.db.pool, ctx.services.sharedLimits?.status());
     const [view, figures] = await Promise.all([instanceView(local), databaseFigures(ctx, metrics)]);
@@ -102,11 +102,11 @@ export const metricsRoute: RouteSpec = {
   },
 };
 
-/** 401 unless `METRICS_TOKEN` is unset or the request carries it as its bearer token. */
-function authorize(ctx: RequestContext): void {
-  const expected = ctx.services.config.metricsToken;
+/** 401 unless `METRICS_TOKEN` is unset or `authorization` carries it as its bearer token. */
+function checkMetricsToken(authorization: string | null, services: HandlerServices): void {
+  const expected = services.config.metricsToken;
   if (expected === undefined) return;
-  const credentials = parseAuthorization(ctx.header('authorization'));
+  const credentials = parseAuthorization(authorization);
   // Hashes of equal length, compared in constant time: the time taken says nothing of the token.
   if (credentials.kind === 'bearer' && timingSafeEqual(digest(credentials.token), digest(expected))) return;
   throw new HttpError(401, 'unauthorized', {

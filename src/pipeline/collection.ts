@@ -17,8 +17,8 @@ import { sortOrder } from '../http/sort-order.ts';
 
 /** A page as `collectionResponse()` describes it. */
 export interface PageOf {
-  /** The page by number; absent on a cursor page. */
-  readonly page?: number;
+  /** The number of the page, a cursor page's included (contract §4: the seed's envelope on every page). */
+  readonly page: number;
   readonly pageSize: number;
   /** The cursor of the next page; absent on the last. */
   readonly cursor?: string;
@@ -36,7 +36,7 @@ export function collectionResponse(
   const links = paginationLinks(url, { ...page, pages });
   const meta = {
     total,
-    ...(page.page === undefined ? {} : { page: page.page }),
+    page: page.page,
     pageSize: page.pageSize,
     pageCount: pages,
     ...(links.next === undefined ? {} : { next: links.next }),
@@ -52,12 +52,16 @@ export function collectionOf(url: URL): string {
   return url.pathname.replace(/^\/v[12](?=\/)/, '');
 }
 
-/** Parses the collection query of `url` against `spec`, or throws 400 `invalid-query` naming every bad parameter. */
+/**
+ * Parses the collection query of `url` against `spec` (its cursor checked against `cursorKey`), or throws 400
+ * `invalid-query` naming every bad parameter.
+ */
 export function listQueryOf<K extends string, F extends Record<string, unknown>>(
   url: URL,
   spec: ListSpec<K, F>,
+  cursorKey: Uint8Array,
 ): ListQuery<K, F> {
-  const parsed = parseListQuery(url.searchParams, spec, collectionOf(url));
+  const parsed = parseListQuery(url.searchParams, spec, collectionOf(url), cursorKey);
   if (parsed.ok) return parsed.value;
   throw invalidQuery(parsed.errors);
 }
@@ -87,21 +91,19 @@ export function collectionHandler<Row, K extends string, F extends Record<string
 ): Handler {
   return async (ctx) => {
     const before = (await collection.before?.(ctx)) as A;
-    const query = listQueryOf(ctx.url, collection.list);
+    const { cursorKey } = ctx.services;
+    const query = listQueryOf(ctx.url, collection.list, cursorKey);
     const sql = await collection.sql(ctx, query, before);
     const order = sortOrder(query.sort).map((k) => ({ ...k, type: collection.list.keyTypes[k.key] }));
-    const position = query.after === undefined ? { page: query.page ?? 1 } : { after: query.after };
+    const position = query.after === undefined ? { page: query.page } : { after: query.after };
     const { rows, total, next } = await fetchPage<Row>(ctx.db, sql, { pageSize: query.pageSize, order, ...position });
-    const cursor = next === undefined ? undefined : encodeCursor(collectionOf(ctx.url), query, next);
+    const cursor =
+      next === undefined ? undefined : encodeCursor(cursorKey, collectionOf(ctx.url), query, next, query.page + 1);
     return collectionResponse(
       ctx.url,
       rows.map((row) => collection.represent(row, ctx.version)),
       total,
-      {
-        pageSize: query.pageSize,
-        ...(query.page === undefined ? {} : { page: query.page }),
-        ...(cursor === undefined ? {} : { cursor }),
-      },
+      { pageSize: query.pageSize, page: query.page, ...(cursor === undefined ? {} : { cursor }) },
     );
   };
 }

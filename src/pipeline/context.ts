@@ -22,6 +22,8 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
+  /** contract §4: the key the cursors of collection pages are signed with, shared by every process. */
+  readonly cursorKey: Uint8Array;
   /**
    * How long a request may wait for the database in all (contract §11); tests shorten it. Default
    * `DATABASE_DEADLINE_MS`.
@@ -103,6 +105,12 @@ export interface RouteSpec {
   readonly pattern: string;
   /** `public`, or the scope a token must carry (contract §4, §6). */
   readonly auth: 'public' | Scope;
+  /**
+   * On a public route: a credential of its own that it checks (GET /metrics and `METRICS_TOKEN`), throwing 401
+   * when `authorization` does not carry it. The authorize stage runs it, so that a refused credential counts
+   * as a failed authentication of the client address (contract §10) like a refused token.
+   */
+  readonly credential?: (authorization: string | null, services: HandlerServices) => void;
   readonly handler: Handler;
   /** `false` for routes outside the API versions (health): no prefix, no negotiation. */
   readonly versioned?: boolean;

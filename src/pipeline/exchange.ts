@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
 import type { Database, Db } from '../db/database.ts';
+import type { Deadline } from '../db/errors.ts';
 import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
 import { clientAddress } from '../http/client-address.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
@@ -32,9 +33,11 @@ export interface Exchange {
   readonly services: HandlerServices;
   /** cors: a CORS preflight from a listed origin. */
   preflight: boolean;
-  /** body: the request body, read within the limits. */
+  /** deadline: the request's time for the database, which the body stage stops while it reads. */
+  deadline: Deadline | undefined;
+  /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
   body: Uint8Array;
-  /** route: what the router found; `undefined` for a request refused before (413, 408). */
+  /** route: what the router found (every request past the route stage has it). */
   match: RouteMatch<RouteSpec> | undefined;
   /** route: the route that serves the request, once found. */
   route: RouteSpec | undefined;
@@ -93,6 +96,7 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
         : clientAddress(client.remoteAddress, header('forwarded'), header('x-forwarded-for'), trusted),
     services: parts.services,
     preflight: false,
+    deadline: undefined,
     body: EMPTY,
     match: undefined,
     route: undefined,

@@ -3,9 +3,13 @@
  * stages (src/pipeline/stages/), built once here, so none can forget the
  * cross-cutting rules (contract §5–§13, §16, §17). Outer to inner:
  *
- *   observe → cors → compression → fields → address limit → problems → body and deadline
- *   → route → negotiate → authorize → replica → conditional → idempotency
+ *   observe → cors → compression → fields → address limit → problems → deadline
+ *   → route → negotiate → authorize → body → replica → conditional → idempotency
  *   → handler
+ *
+ * Everything up to the body stage is decided from the request's head alone
+ * (contract §11): a request refused there (404, 405, 406, 401, 403, 429,
+ * 413 by its `Content-Length`) has none of its body read.
  *
  * A stage's after-work runs on the way out, inner first: the problems stage
  * turns every error below it into an answer, so every stage outside it sees
@@ -23,7 +27,8 @@ import { compose, type Stage } from './compose.ts';
 import type { RouteSpec, Services } from './context.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
 import { authorize } from './stages/authorize.ts';
-import { bodyAndDeadline } from './stages/body.ts';
+import { databaseDeadline, requestBody } from './stages/body.ts';
+import { createBodyBudget, type BodyBudget } from '../http/body-budget.ts';
 import { compression } from './stages/compression.ts';
 import { conditional } from './stages/conditional.ts';
 import { cors } from './stages/cors.ts';
@@ -35,7 +40,10 @@ import { problems } from './stages/problems.ts';
 import { replicaReads } from './stages/replica.ts';
 import { negotiation, route } from './stages/route.ts';
 
-export type App = (request: Request, client: ClientInfo) => Promise<Response>;
+export type App = ((request: Request, client: ClientInfo) => Promise<Response>) & {
+  /** contract §11: the bytes of the bodies in flight, against `BODY_BUDGET_BYTES` (GET /metrics). */
+  readonly bodies: BodyBudget;
+};
 
 /** contract §11: a request waits at most 5 s in all for the database, then gets 503. */
 export const DATABASE_DEADLINE_MS = 5_000;
@@ -67,6 +75,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   };
   const limits = createLimits(config, metrics, given.sharedLimits, given.hooks?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
+  const bodies = createBodyBudget(config.bodyBudgetBytes);
   const run = compose<Exchange>([
     observe(log, metrics, router),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
@@ -74,18 +83,15 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     representationFields(versions),
     addressLimit(limits),
     problems(log),
-    bodyAndDeadline({
-      maxBodyBytes: config.maxBodyBytes,
-      bodyTimeoutMs: BODY_TIMEOUT_MS,
-      deadlineMs: given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS,
-    }),
+    databaseDeadline(given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS),
     route(router),
     negotiation(versions),
     authorize(given.authenticator, limits),
+    requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
     replicaReads(given.reads, database, log),
     conditional(config.cacheMaxAge),
     idempotency(config.cacheMaxAge),
     handler,
   ]);
-  return (request, client) => run(newExchange(request, client, parts));
+  return Object.assign((request: Request, client: ClientInfo) => run(newExchange(request, client, parts)), { bodies });
 }

@@ -60,11 +60,14 @@ export const REQUEST_TEXTS = {
     meaning: 'The request body is larger than the service accepts (contract §11); the rest of it was not read.',
     when: [
       'A body longer than `MAX_BODY_BYTES` (by default 1048576 bytes, 1 MiB), whether announced by ' +
-        '`Content-Length` or found while reading a chunked body. `detail` gives the limit. The connection is then ' +
-        'closed.',
+        '`Content-Length` (refused before any of it is read) or found while reading a chunked body. `detail` ' +
+        'gives the limit. The connection is then closed.',
+      'A body sent in more pieces than its size warrants: more than 256 reads or chunks and one more per 256 ' +
+        'bytes (one-byte chunks, say). `detail` says how many came. The connection is closed.',
     ],
     whatToDo: [
-      'Send a smaller body. No valid request needs this much: an order has at most 100 items.',
+      'Send a smaller body, in fewer and larger writes. No valid request needs this much: an order has at most ' +
+        '100 items.',
       NOT_STORED_UNDER_KEY,
     ],
   },

@@ -6,14 +6,16 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp, BODY_TIMEOUT_MS } from '../pipeline/pipeline.ts';
+import { createApp } from '../pipeline/pipeline.ts';
 import type { ReplicaReads, TestHooks } from '../pipeline/context.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
-import { createNodeServer, type NodeServer } from '../http/node-adapter.ts';
+import type { NodeServer } from '../http/node-adapter.ts';
+import { createListener } from './listener.ts';
+import { serviceKey } from './keys.ts';
 import { createLogger, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
 import { SHUTDOWN_GRACE_MS, shutdown } from './shutdown.ts';
@@ -36,6 +38,8 @@ export interface StartOptions {
   readonly hooks?: TestHooks;
   /** How long a request may wait for the database in all; contract §11's 5 s unless a test shortens it. */
   readonly databaseDeadlineMs?: number;
+  /** contract §11's time for a request head (10 s); tests shorten it. */
+  readonly headersTimeoutMs?: number;
   /** The webhook worker's timings (tests make them short); defaults in src/webhooks/worker.ts. */
   readonly webhooks?: Partial<Omit<WorkerOptions, 'allowPrivate'>>;
 }
@@ -69,6 +73,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const metrics = createHttpMetrics();
   try {
     await prepareDatabase(db, log, options);
+    const cursorKey = await serviceKey(db, 'cursor');
     sharedLimits = await openLimits(config, log, options.hooks);
     reads = await openReads(config, db, log, options.hooks);
     const app = createApp(
@@ -78,6 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         ...(reads === undefined ? {} : { reads }),
         db,
         log,
+        cursorKey,
         authenticator: createAuthenticator(db),
         ...(options.hooks ? { hooks: options.hooks } : {}),
         ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }),
@@ -85,7 +91,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       },
       routes,
     );
-    server = createNodeServer(app, { requestTimeoutMs: BODY_TIMEOUT_MS + 5_000 });
+    server = createListener(app, config, metrics, log, options.headersTimeoutMs);
     await listen(server.server, config.port, config.host);
     purgeTimer = schedulePurge(db, log);
     worker = startDeliveryWorker(db, log, {

@@ -33,6 +33,8 @@ export interface TestServer {
   fetch(path: string, init?: RequestInit): Promise<Response>;
   /** A new user and a token for them with `scopes` (default: every scope). */
   user(role: 'customer' | 'admin', scopes?: readonly Scope[]): Promise<Account>;
+  /** The key this server signs cursors with (contract §4), as every process of its database shares it. */
+  cursorKey(): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -107,6 +109,11 @@ export async function startTestServer(
       });
       const { token, record } = await createToken(server.db, row.id, scopes, null);
       return { id: row.id, token, tokenId: record.id };
+    },
+    async cursorKey() {
+      const row = await server.db.one<{ key: Uint8Array }>('ServiceKey', ['cursor']);
+      if (row === undefined) throw new Error('the server keeps no cursor key');
+      return new Uint8Array(row.key);
     },
     async close() {
       await standby?.end();

@@ -1,26 +1,67 @@
 /**
- * The body, then the database deadline (contract §11): the body is read
- * first, whatever the route, so its limit holds everywhere (413, 408); from
- * then on the request waits at most `deadlineMs` for the database, in all,
- * and gets 503 past it (the problems stage says so).
+ * The database deadline, and the body (contract §11). The deadline stage
+ * starts the request's clock for the database: from then on it waits at
+ * most `deadlineMs` for it, in all, and gets 503 past it (the problems stage
+ * says so). The body stage sits inside routing, authentication and the rate
+ * limit, so nothing of a body is read before its request is allowed:
+ * `Content-Length` is checked against the limit (413) and the body's share
+ * of the budget for bodies in flight taken (503) before the first byte is
+ * read, and the clock stands still while it is read (408 past its own
+ * time). The body's share is given back once the request is answered.
  */
-import { withDeadline } from '../../db/errors.ts';
-import { readBody } from '../../http/body.ts';
-import type { Stage } from '../compose.ts';
+import { type Deadline, DeadlineExceeded, underDeadline } from '../../db/errors.ts';
+import type { BodyBudget } from '../../http/body-budget.ts';
+import {
+  type BodyLimits as ReadLimits,
+  type BodySource,
+  declaredLength,
+  type ReadBody,
+  readBody,
+} from '../../http/body.ts';
+import { bodySourceOf } from '../../http/incoming-request.ts';
+import type { Next, Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
+
+export function databaseDeadline(deadlineMs: number): Stage<Exchange> {
+  return (x, next) =>
+    underDeadline(deadlineMs, (deadline: Deadline) => {
+      x.deadline = deadline;
+      return next(x);
+    });
+}
 
 export interface BodyLimits {
   readonly maxBodyBytes: number;
   /** Time a client gets to send its whole body. */
   readonly bodyTimeoutMs: number;
-  /** How long the request may then wait for the database, in all. */
-  readonly deadlineMs: number;
+  /** contract §11: what every body being read or handled at once may hold (`BODY_BUDGET_BYTES`). */
+  readonly budget: BodyBudget;
 }
 
-export function bodyAndDeadline({ maxBodyBytes, bodyTimeoutMs, deadlineMs }: BodyLimits): Stage<Exchange> {
-  return async (x, next) => {
-    const { body } = x.request;
-    if (body !== null) x.body = await readBody(body, x.header('content-length'), maxBodyBytes, bodyTimeoutMs);
-    return withDeadline(next(x), deadlineMs);
+export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget }: BodyLimits): Stage<Exchange> {
+  const limits = { maxBytes: maxBodyBytes, timeoutMs: bodyTimeoutMs, budget };
+  // Not an async function: a request without a body (every GET) passes through without a promise of its own.
+  return (x, next) => {
+    const source = bodySourceOf(x.request);
+    return source === null ? next(x) : withBody(x, next, source, limits);
   };
+}
+
+async function withBody(x: Exchange, next: Next<Exchange>, source: BodySource, limits: ReadLimits): Promise<Response> {
+  const declared = declaredLength(x.header('content-length'), limits);
+  // The request was answered 503 while it waited for its token's lookup: its body is not wanted.
+  if (x.deadline?.expired === true) throw new DeadlineExceeded(0);
+  x.deadline?.pause();
+  let body: ReadBody;
+  try {
+    body = await readBody(source, declared, limits);
+  } finally {
+    x.deadline?.resume();
+  }
+  x.body = body.bytes;
+  try {
+    return await next(x);
+  } finally {
+    body.release();
+  }
 }

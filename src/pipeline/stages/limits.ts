@@ -28,6 +28,13 @@ export interface Limits {
   count(table: LimitTable, key: string): Promise<RateDecision>;
   /** How `route` is limited (`RouteSpec.rateLimited`, with `'unless-token'` settled). */
   limited(route: RouteSpec | undefined): boolean | 'never';
+  /**
+   * contract §10: the 429 decision for a credential from `address` while its failed authentications are past
+   * the limit in a window still running (the credential is not looked at); `undefined` while they are not.
+   */
+  barred(address: string): RateDecision | undefined;
+  /** Counts one failed authentication of `address` (its decision is what the 401's `RateLimit` fields report). */
+  failed(address: string): Promise<RateDecision>;
 }
 
 /** The limits of `config`; `undefined` when `RATE_LIMIT` is off. */
@@ -43,19 +50,63 @@ export function createLimits(
   const tables = {
     users: createRateLimiter(config.rateLimit, undefined, maxKeys * 10),
     addresses: createRateLimiter(config.rateLimit, undefined, maxKeys),
+    failures: createRateLimiter(config.rateLimit, undefined, maxKeys),
+  };
+  const bars = createBars(maxKeys);
+  const count = async (table: LimitTable, key: string) => {
+    // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
+    const decision =
+      shared === undefined ? tables[table].consume(key) : await shared.consume(table, key, tables[table]);
+    if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
+    return decision;
   };
   return {
     policy: tables.users.policy,
-    async count(table, key) {
-      // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
-      const decision =
-        shared === undefined ? tables[table].consume(key) : await shared.consume(table, key, tables[table]);
-      if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
+    count,
+    barred(address) {
+      // Nothing barred (nearly always): no address group to make.
+      if (bars.empty) return undefined;
+      const decision = bars.barred(addressGroup(address));
+      if (decision !== undefined) metrics.rateLimited('address');
+      return decision;
+    },
+    async failed(address) {
+      const group = addressGroup(address);
+      const decision = await count('failures', group);
+      // Past the limit, the address's next credentials are refused unread until its window ends: in this process
+      // at once, and in another (with REDIS_URL) from its own first failure past the shared count.
+      if (!decision.allowed) bars.bar(group, decision.resetSeconds);
       return decision;
     },
     // contract §13: GET /metrics is limited like any anonymous request, unless METRICS_TOKEN guards it.
     limited: (route) =>
       route?.rateLimited === 'unless-token' ? config.metricsToken === undefined : (route?.rateLimited ?? true),
+  };
+}
+
+/**
+ * The addresses whose failed authentications passed the limit, each until its window ends: at most `maxKeys`
+ * (past that, the one barred longest ago is let go first: it is refused again at its next failure).
+ */
+function createBars(maxKeys: number) {
+  const until = new Map<string, number>();
+  return {
+    get empty() {
+      return until.size === 0;
+    },
+    barred(group: string): RateDecision | undefined {
+      const end = until.get(group);
+      if (end === undefined) return undefined;
+      const msLeft = end - performance.now();
+      if (msLeft > 0) return { allowed: false, remaining: 0, resetSeconds: Math.max(1, Math.ceil(msLeft / 1000)) };
+      until.delete(group);
+      return undefined;
+    },
+    bar(group: string, seconds: number): void {
+      until.delete(group);
+      if (until.size >= maxKeys) until.delete(until.keys().next().value as string);
+      until.set(group, performance.now() + seconds * 1000);
+    },
   };
 }
 
@@ -93,7 +144,7 @@ export function addressLimit(limits: Limits | undefined): Stage<Exchange> {
   };
 }
 
-function rateLimited(decision: RateDecision): HttpError {
+export function rateLimited(decision: RateDecision): HttpError {
   return new HttpError(429, 'rate-limited', {
     detail: `Too many requests; try again in ${decision.resetSeconds} s.`,
     headers: { 'retry-after': String(decision.resetSeconds) },

@@ -1,0 +1,75 @@
+/**
+ * The connection caps of contract §11, from the environment or, by default,
+ * from the process's limit on open file descriptors (read at start): every
+ * connection is one, and so is every other thing the process opens (its
+ * database pools, Redis, the embedded database's files, its own standard
+ * streams), so the cap leaves a margin under the limit; one client address
+ * may hold a quarter of the cap, at most 256, so that no address fills the
+ * process and `/healthz` keeps answering the others.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError, integer, type Env } from './values.ts';
+
+/** The limit assumed where /proc cannot be read (not Linux): the usual soft limit of a shell. */
+export const ASSUMED_FILE_DESCRIPTORS = 1024;
+/** The most connections one client address may hold by default, however large the cap. */
+export const MAX_PER_ADDRESS_DEFAULT = 256;
+
+export interface ConnectionLimits {
+  /** `MAX_CONNECTIONS`: connections open at once; more are closed as they arrive. */
+  readonly maxConnections: number;
+  /** `MAX_CONNECTIONS_PER_ADDRESS`: connections one client address (an IPv6 /64) may hold at once. */
+  readonly maxConnectionsPerAddress: number;
+  /** The process's soft limit on open files the default was made from (`undefined`: not read, 1024 assumed). */
+  readonly fileDescriptors: number | undefined;
+}
+
+/**
+ * The soft limit on open file descriptors of this process (`ulimit -n`), from /proc/self/limits; `undefined`
+ * where there is none to read, or it is unlimited.
+ */
+export function fileDescriptorLimit(limits = '/proc/self/limits'): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(limits, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const soft = /^Max open files\s+(\d+)\s/m.exec(text)?.[1];
+  return soft === undefined ? undefined : Number(soft);
+}
+
+/**
+ * The default cap for `fileDescriptors` open files: a quarter of them, and at least 64, kept for what is not a
+ * connection.
+ *
+ * @example
+ * defaultMaxConnections(256)    // 192
+ * defaultMaxConnections(1024)   // 768
+ */
+export function defaultMaxConnections(fileDescriptors: number): number {
+  return Math.max(1, fileDescriptors - Math.max(64, Math.floor(fileDescriptors / 4)));
+}
+
+/** The caps of `env`, with their defaults from `fileDescriptors` (`fileDescriptorLimit()`). */
+export function connectionLimits(env: Env, fileDescriptors: number | undefined): ConnectionLimits {
+  const maxConnections = integer(
+    env,
+    'MAX_CONNECTIONS',
+    defaultMaxConnections(fileDescriptors ?? ASSUMED_FILE_DESCRIPTORS),
+    1,
+    1_000_000,
+  );
+  const perAddress = integer(
+    env,
+    'MAX_CONNECTIONS_PER_ADDRESS',
+    Math.max(1, Math.min(MAX_PER_ADDRESS_DEFAULT, Math.floor(maxConnections / 4))),
+    1,
+    1_000_000,
+  );
+  if (perAddress > maxConnections)
+    throw new ConfigError(
+      `MAX_CONNECTIONS_PER_ADDRESS (${perAddress}) must not be above MAX_CONNECTIONS (${maxConnections})`,
+    );
+  return { maxConnections, maxConnectionsPerAddress: perAddress, fileDescriptors };
+}

@@ -1,0 +1,166 @@
+/**
+ * What the node bridge (node-adapter.ts) does with connections beyond one
+ * request (contract §11): the caps on how many are open, in the process and
+ * per client address; how far a pipelining client may run ahead of its
+ * answers; and how one whose request body was left unread ends
+ * after its answer: drained when small, else closed as a lingering close
+ * does, so that a client still sending reads the answer rather than a reset.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { addressGroup } from './rate-limit.ts';
+
+export interface ConnectionCaps {
+  /** contract §11: connections open at once; one more is closed as it arrives. */
+  readonly maxConnections?: number;
+  /** contract §11: connections one client address (an IPv6 /64, `addressGroup()`) may hold at once. */
+  readonly maxConnectionsPerAddress?: number;
+  /** Addresses the per-address cap does not apply to: trusted proxies, whose connections carry many clients. */
+  readonly sharedAddress?: (address: string) => boolean;
+  /** Told of each connection closed as it arrived, past the process's cap or its address's. */
+  readonly onRefused?: (cap: 'process' | 'address') => void;
+}
+
+/** contract §11: the time a connection has to send a whole request head. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** contract §11: how long a connection may stay idle between two requests. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+
+/**
+ * The largest unread body (`Content-Length`) of a refused request that is drained to keep its connection: a
+ * larger one, a chunked one or one whose client waits for `100 Continue` ends the connection after the answer.
+ */
+export const DRAIN_MAX_BYTES = 65_536;
+
+/**
+ * Puts `caps` on `server`: node itself closes a connection past the process's cap (and says `drop`); the
+ * function returned admits a new connection, or closes it (`false`) when its address holds its share already,
+ * and gives the share back when an admitted one closes.
+ */
+export function capConnections(server: Server, caps: ConnectionCaps): (socket: Socket) => boolean {
+  if (caps.maxConnections !== undefined) server.maxConnections = caps.maxConnections;
+  server.on('drop', () => caps.onRefused?.('process'));
+  const cap = caps.maxConnectionsPerAddress ?? Infinity;
+  const held = new Map<string, number>();
+  return (socket) => {
+    const address = socket.remoteAddress ?? '';
+    if (cap === Infinity || caps.sharedAddress?.(address) === true) return true;
+    const group = addressGroup(address);
+    const count = held.get(group) ?? 0;
+    if (count >= cap) {
+      caps.onRefused?.('address');
+      socket.destroy();
+      return false;
+    }
+    held.set(group, count + 1);
+    socket.once('close', () => {
+      const left = (held.get(group) ?? 1) - 1;
+      if (left === 0) held.delete(group);
+      else held.set(group, left);
+    });
+    return true;
+  };
+}
+
+/**
+ * contract §11: how long a connection ended with its body unread lingers after its answer, and how much of what
+ * the client still sends is read and dropped meanwhile: past that, reading stops (the linger costs no CPU per
+ * byte, whatever a client sends) until the time is up.
+ */
+export const LINGER_MS = 2_000;
+export const LINGER_BYTES = 65_536;
+
+/**
+ * Ends `socket` after the answer being written as a lingering close does (RFC 9112 §9.6): the answer, then the
+ * server's FIN, then what the client still sends is read and dropped, unparsed (at most `LINGER_BYTES`, then no
+ * more is read), until the client closes its side or `lingerMs` pass. Closed at once, a socket with unread data
+ * sends a reset, and a client still sending its body may lose the answer it had not read yet. node ends a
+ * connection whose answer says `Connection: close` through `destroySoon()`, replaced here for this socket.
+ */
+export function lingeringClose(socket: Socket, lingerMs: number): void {
+  socket.destroySoon = () => {
+    let dropped = 0;
+    const done = () => socket.destroy();
+    const timer = setTimeout(done, lingerMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('end', done);
+    // node's HTTP parser no longer sees what follows: its own 'data' listener goes, and adding this one takes the
+    // socket back from the parser's direct reading.
+    socket.removeAllListeners('data');
+    socket.on('data', (chunk: Buffer) => {
+      dropped += chunk.byteLength;
+      if (dropped > LINGER_BYTES) socket.pause();
+    });
+    socket.end();
+    // The body's backpressure, or the parser's pause, stopped the handle's reading beneath the stream (which still
+    // says it flows): start it again as node's own HTTP server does (_http_server.js, onSocketResume).
+    const handle = (socket as unknown as { _handle?: { reading: boolean; readStart(): number } | null })._handle;
+    if (handle != null && !handle.reading) {
+      handle.reading = true;
+      handle.readStart();
+    }
+    socket.resume();
+  };
+}
+
+/** Whether what is left of `req`'s body is small enough to read and drop (node does, once the answer is sent). */
+export function drainable(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] === undefined && length !== undefined && Number(length) <= DRAIN_MAX_BYTES;
+}
+
+/** contract §11: the most requests a connection may have waiting for their answers (pipelined) at once. */
+export const MAX_PIPELINED = 64;
+
+/** contract §11: how much of an answer may stay unwritten when the connection's next request starts. */
+export const PIPELINE_BUDGET = 64 * 1024;
+
+/**
+ * Resolves once at most `PIPELINE_BUDGET` bytes of `res` are still to be
+ * handed to the operating system (`writableLength`: its own queue and its
+ * socket's), or it is done or gone.
+ */
+function written(res: ServerResponse): Promise<void> {
+  if (res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET) return Promise.resolve();
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!(res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET)) return;
+      res.socket?.off('drain', check);
+      res.off('finish', check);
+      res.off('close', check);
+      resolve();
+    };
+    // The socket's drain: the OutgoingMessage passes it on only to a writer that saw write() refuse.
+    res.socket?.on('drain', check);
+    res.once('finish', check);
+    res.once('close', check);
+  });
+}
+
+/**
+ * contract §11: runs each request of a connection in turn: a pipelined request starts only once the answer
+ * before it is written down to `PIPELINE_BUDGET` bytes; meanwhile the connection is not read, so what a client
+ * sends without reading is never turned into more work or memory than one read's worth of requests.
+ */
+export function pipelineTurns(): (socket: Socket, res: ServerResponse, run: () => Promise<void>) => void {
+  // Per connection, the request being served (its answer written past the budget or not): the next waits.
+  const turns = new WeakMap<Socket, Promise<void>>();
+  return (socket, res, run) => {
+    const previous = turns.get(socket);
+    let turn: Promise<void>;
+    if (previous === undefined) {
+      turn = run().then(() => written(res));
+    } else {
+      socket.pause();
+      turn = previous.then(() => {
+        socket.resume();
+        return run().then(() => written(res));
+      });
+    }
+    turns.set(socket, turn);
+    turn.then(() => {
+      if (turns.get(socket) === turn) turns.delete(socket);
+    });
+  };
+}
