@@ -204,7 +204,7 @@ describe('loadConfig(): contract §16 variables', () => {
     ],
     [
       { DATABASE_URL: 'postgres://u@p/o', DATABASE_READ_URL: 'mysql://standby' },
-      'DATABASE_READ_URL must be a postgres:// URL',
+      'DATABASE_READ_URL must be a postgres:// URL, got the scheme mysql:',
     ],
     [
       { DATABASE_URL: 'postgres://u@p/o', REPLICA_MAX_LAG: '0' },
@@ -308,5 +308,59 @@ describe('loadConfig(): bodies and connections (contract §11)', () => {
     const limit = fileDescriptorLimit();
     assert.ok(limit === undefined || (Number.isSafeInteger(limit) && limit > 0));
     assert.equal(fileDescriptorLimit('/nonexistent/limits'), undefined);
+  });
+});
+
+describe('loadConfig(): several hosts (contract §17)', () => {
+  it('takes a URL of several hosts with target_session_attrs, as libpq writes it', () => {
+    const url = 'postgres://orders:s3cret@db1:5432,db2:5433,10.0.0.7/orders?target_session_attrs=read-write';
+    assert.equal(loadConfig({ DATABASE_URL: url }, 1024).databaseUrl, url);
+    for (const attrs of ['any', 'read-write', 'read-only', 'primary', 'standby', 'prefer-standby']) {
+      const read = `postgres://u@db1,db2/orders?target_session_attrs=${attrs}`;
+      assert.equal(
+        loadConfig({ DATABASE_URL: 'postgres://u@p/o', DATABASE_READ_URL: read }, 1024).databaseReadUrl,
+        read,
+      );
+    }
+  });
+
+  const refusals: [Record<string, string>, string][] = [
+    [
+      { DATABASE_URL: 'postgres://u@db1,db2/o?target_session_attrs=primaryy' },
+      "DATABASE_URL's target_session_attrs must be one of any, read-write, read-only, primary, standby, " +
+        'prefer-standby, got "primaryy"',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@db1,db2:99999/o' },
+      'DATABASE_URL lists the host "db2:99999": each host of several is a name or IPv4 address with an optional ' +
+        'port (host:5432)',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@db1,[::1]:5432/o' },
+      'DATABASE_URL lists the host "[::1]:5432": each host of several is a name or IPv4 address with an optional ' +
+        'port (host:5432)',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@db1,/o' },
+      'DATABASE_URL lists the host "": each host of several is a name or IPv4 address with an optional port ' +
+        '(host:5432)',
+    ],
+    [
+      { DATABASE_URL: 'postgres://u@p/o', DATABASE_READ_URL: 'postgres://u@r1,r2/o?target_session_attrs=replica' },
+      "DATABASE_READ_URL's target_session_attrs must be one of any, read-write, read-only, primary, standby, " +
+        'prefer-standby, got "replica"',
+    ],
+  ];
+  for (const [env, message] of refusals) {
+    it(`refuses ${JSON.stringify(env)} with one line naming the variable and the parameter`, () => {
+      assert.throws(() => loadConfig(env, 1024), { name: 'ConfigError', message });
+    });
+  }
+
+  it('never echoes a URL of several hosts (it may hold a password)', () => {
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://u:hunter2@db1,db 2/o' }, 1024),
+      (error: unknown) => !(error as Error).message.includes('hunter2'),
+    );
   });
 });

@@ -63,15 +63,46 @@ function parsedUrl(value: string): URL | undefined {
 export function databaseUrl(env: Env): string | undefined {
   const value = raw(env, 'DATABASE_URL');
   if (value === undefined || value === 'memory:') return value;
-  const url = parsedUrl(value);
-  if (url === undefined) {
-    throw new ConfigError('DATABASE_URL must be a postgres:// URL or memory:, got an unparsable value');
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    // Never echo the value: it may hold a password.
-    throw new ConfigError(`DATABASE_URL must be a postgres:// URL or memory:, got the scheme ${url.protocol}`);
-  }
+  checkPostgresUrl(value, 'DATABASE_URL', 'a postgres:// URL or memory:');
   return value;
+}
+
+/** libpq's `target_session_attrs` (contract §17), each of which the driver takes. */
+export const TARGET_SESSION_ATTRS = ['any', 'read-write', 'read-only', 'primary', 'standby', 'prefer-standby'];
+const HOST_AND_PORT = /^([A-Za-z0-9._-]+)(?::([0-9]{1,5}))?$/;
+
+/**
+ * Checks a `postgres://` URL as the driver reads it (libpq's form): one host, or several
+ * (`postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write`), each a name or an IPv4 address with an
+ * optional port, and a `target_session_attrs` the driver knows. Never echoes the URL: it may hold a password.
+ */
+function checkPostgresUrl(value: string, name: string, expected: string): void {
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(value)?.[1]?.toLowerCase();
+  if (scheme === undefined) throw new ConfigError(`${name} must be ${expected}, got an unparsable value`);
+  if (scheme !== 'postgres' && scheme !== 'postgresql')
+    throw new ConfigError(`${name} must be ${expected}, got the scheme ${scheme}:`);
+  const rest = value.slice(value.indexOf('://') + 3);
+  const authority = rest.split(/[/?#]/, 1)[0] as string;
+  const hosts = authority.slice(authority.lastIndexOf('@') + 1);
+  const list = hosts.split(',');
+  if (list.length > 1) {
+    for (const host of list) {
+      const match = HOST_AND_PORT.exec(host);
+      if (match === null || (match[2] !== undefined && !(Number(match[2]) >= 1 && Number(match[2]) <= 65535)))
+        throw new ConfigError(
+          `${name} lists the host ${JSON.stringify(host)}: each host of several is a name or IPv4 address with an ` +
+            'optional port (host:5432)',
+        );
+    }
+  }
+  // The first host stands for all of them, as the driver parses the rest.
+  const parsed = parsedUrl(value.replace(hosts, list[0] as string));
+  if (parsed === undefined) throw new ConfigError(`${name} must be ${expected}, got an unparsable value`);
+  const attrs = parsed.searchParams.get('target_session_attrs');
+  if (attrs !== null && !TARGET_SESSION_ATTRS.includes(attrs))
+    throw new ConfigError(
+      `${name}'s target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}, got ${JSON.stringify(attrs)}`,
+    );
 }
 
 const REDIS_DATABASE = /^\/(?:[0-9]|1[0-5])?$/;
@@ -92,13 +123,11 @@ export function redis(env: Env): string | undefined {
   return value;
 }
 
-/** A `postgres://` URL in `name`; never echoed: it may hold a password. */
+/** A `postgres://` URL in `name`, of one host or several (`checkPostgresUrl`); never echoed: it may hold a password. */
 export function postgresUrl(env: Env, name: string): string | undefined {
   const value = raw(env, name);
   if (value === undefined) return undefined;
-  const url = parsedUrl(value);
-  if (url === undefined || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:'))
-    throw new ConfigError(`${name} must be a postgres:// URL`);
+  checkPostgresUrl(value, name, 'a postgres:// URL');
   return value;
 }
 

@@ -19,6 +19,15 @@ const READY = named(
       v.strictObject({
         state: v.picklist(['in-use', 'lagging', 'unreachable']),
         lagSeconds: v.optional(v.number()),
+        reason: v.optional(
+          v.pipe(
+            v.string(),
+            v.description(
+              'Why the replica serves no reads, when it does not: it lags, it cannot be reached (the error), or ' +
+                'it is no standby (after a failover, DATABASE_READ_URL may name the new primary).',
+            ),
+          ),
+        ),
       }),
     ),
   }),
@@ -74,6 +83,7 @@ export const healthRoutes: readonly RouteSpec[] = [
                 ...(replica.lagSeconds === undefined
                   ? {}
                   : { lagSeconds: Math.round(replica.lagSeconds * 1000) / 1000 }),
+                ...(replica.reason === undefined ? {} : { reason: replica.reason }),
               },
             },
         200,

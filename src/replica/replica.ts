@@ -34,7 +34,14 @@ export interface ReplicaStatus {
   readonly state: ReplicaState;
   /** Seconds behind the primary, as last measured; `undefined` when unreachable. */
   readonly lagSeconds: number | undefined;
+  /** Why it serves no reads (`undefined` while in use): for /readyz and the log. */
+  readonly reason?: string;
 }
+
+/** The reason of a replica that answers but is no standby: a failover promoted it, or the URL names a primary. */
+export const NOT_A_STANDBY =
+  'it is not a standby in recovery: after a failover it may be the new primary; point DATABASE_READ_URL at a ' +
+  'standby of the current primary';
 
 export interface Replica {
   /** The replica's pool. */
@@ -73,7 +80,9 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
     prepare: options.prepare,
   });
   let state: ReplicaState = 'unreachable';
-  let announced: ReplicaState | undefined;
+  let reason: string | undefined = 'not polled yet';
+  // The state and reason last logged: a change of either is logged once.
+  let announced: string | undefined;
   let lagSeconds: number | undefined;
   let replayed: bigint | undefined;
   // The primary's positions the replica had not replayed when seen, oldest first, with when they were seen.
@@ -81,13 +90,15 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const enter = (next: ReplicaState, fields: Record<string, unknown>) => {
+  const enter = (next: ReplicaState, fields: Record<string, unknown>, why?: string) => {
     state = next;
-    if (next === announced) return;
-    announced = next;
+    reason = why;
+    const key = `${next} ${why ?? ''}`;
+    if (key === announced) return;
+    announced = key;
     const message = `read replica: ${next === 'in-use' ? 'in use' : `${next}, reads go to the primary`}`;
     if (next === 'in-use') log.info(message, fields);
-    else log.warn(message, fields);
+    else log.warn(message, { ...fields, ...(why === undefined ? {} : { reason: why }) });
   };
 
   const poll = async () => {
@@ -105,7 +116,7 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
       if (replica?.recovery !== true || primaryAt === undefined || replayedNow === undefined) {
         replayed = undefined;
         lagSeconds = undefined;
-        enter('unreachable', { reason: replica?.recovery === true ? 'no position' : 'not a standby in recovery' });
+        enter('unreachable', {}, replica?.recovery === true ? 'it reports no replayed position' : NOT_A_STANDBY);
         return;
       }
       replayed = replayedNow;
@@ -115,13 +126,14 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
       }
       while (behind.length > 0 && (behind[0] as { lsn: bigint }).lsn <= replayedNow) behind.shift();
       lagSeconds = behind.length === 0 ? 0 : (now - (behind[0] as { at: number }).at) / 1000;
-      if (lagSeconds > maxLagSeconds) enter('lagging', { lagSeconds, maxLagSeconds });
+      if (lagSeconds > maxLagSeconds)
+        enter('lagging', { lagSeconds, maxLagSeconds }, `it lags more than REPLICA_MAX_LAG (${maxLagSeconds} s)`);
       else enter('in-use', { lagSeconds });
     } catch (error) {
       replayed = undefined;
       lagSeconds = undefined;
       behind.length = 0;
-      enter('unreachable', { error: String(error) });
+      enter('unreachable', { error: String(error) }, unreachable(error));
     }
   };
 
@@ -142,10 +154,10 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
     },
     failed(error) {
       replayed = undefined;
-      enter('unreachable', { error: String(error) });
+      enter('unreachable', { error: String(error) }, unreachable(error));
     },
     status() {
-      return { state, lagSeconds };
+      return { state, lagSeconds, ...(reason === undefined ? {} : { reason }) };
     },
     async close() {
       closed = true;
@@ -153,4 +165,10 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
       await db.close();
     },
   };
+}
+
+/** The reason of a replica that cannot be reached, by the error's code: the same outage is one reason. */
+function unreachable(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return `it cannot be reached (${typeof code === 'string' ? code : error instanceof Error ? error.name : 'error'})`;
 }
