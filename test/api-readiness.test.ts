@@ -5,7 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, type TestDatabase } from './support/database.ts';
+import { until } from './support/tools.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from './support/database.ts';
+import { openDatabase, type Param } from '../src/db/database.ts';
+import { NOT_A_STANDBY, openReplica } from '../src/replica/replica.ts';
+import { createLogger } from '../src/base/logger.ts';
 import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
@@ -99,6 +103,70 @@ describe('health checks under a spent rate limit (contract §10)', () => {
     } finally {
       await proxy.up();
     }
-    assert.equal((await limited.fetch('/readyz')).status, 200);
+    // contract §17: back within a second of the database (the circuit's next probe, at most 1 s after the last).
+    await until(
+      async () => (await limited.fetch('/readyz')).status === 200,
+      () => '/readyz did not answer 200 within 3 s of the database coming back',
+      3_000,
+    );
+  });
+});
+
+describe('a DATABASE_READ_URL that reaches a primary (contract §17: after a failover, the old standby)', {
+  skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server' : false,
+}, () => {
+  it('serves no reads from it, and /readyz (200) says why', async () => {
+    // The test database's own server is a primary, as the standby a failover promoted looks to its replica URL.
+    const promoted = await startTestServer({ DATABASE_URL: database.url, DATABASE_READ_URL: database.url }, database);
+    try {
+      const response = await promoted.fetch('/readyz');
+      assert.equal(response.status, 200);
+      const { replica } = (await response.json()) as { replica?: Record<string, unknown> };
+      assert.deepEqual(replica, { state: 'unreachable', reason: NOT_A_STANDBY });
+      assert.equal((await promoted.fetch('/v1/products/1')).status, 200);
+    } finally {
+      await promoted.close();
+    }
+  });
+
+  it('logs it once, with the reason, however many polls see it', async () => {
+    const primary = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1, prepare: TEST_PREPARE });
+    let polls = 0;
+    const counting = new Proxy(primary, {
+      get: (target, key, receiver) =>
+        key === 'one'
+          ? (name: string, params?: readonly Param[]) => {
+              if (name === 'CurrentWalPosition') polls += 1;
+              return target.one(name, params);
+            }
+          : Reflect.get(target, key, receiver),
+    });
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+    const replica = await openReplica({
+      url: database.url,
+      primary: counting,
+      maxLagSeconds: 5,
+      poolMax: 1,
+      prepare: TEST_PREPARE,
+      log,
+      pollMs: 5,
+    });
+    try {
+      await until(
+        async () => polls >= 5,
+        () => `${polls} polls`,
+        5_000,
+      );
+      assert.equal(replica.serves(undefined), false);
+      assert.deepEqual(replica.status(), { state: 'unreachable', lagSeconds: undefined, reason: NOT_A_STANDBY });
+      assert.deepEqual(
+        lines.map((l) => [l.level, l.message, l.reason]),
+        [['warn', 'read replica: unreachable, reads go to the primary', NOT_A_STANDBY]],
+      );
+    } finally {
+      await replica.close();
+      await primary.close();
+    }
   });
 });

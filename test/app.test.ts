@@ -9,6 +9,7 @@ import type { RouteSpec, Services } from '../src/pipeline/context.ts';
 import type { Authenticator, Principal } from '../src/auth/authenticator.ts';
 import { loadConfig } from '../src/config/config.ts';
 import type { Database } from '../src/db/database.ts';
+import { OutcomeUnknown } from '../src/db/errors.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { createLogger } from '../src/base/logger.ts';
 
@@ -48,13 +49,25 @@ const routes: RouteSpec[] = [
       throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     },
   },
+  // contract §17: a server shutting down, crashed, starting, read-only (promoting), or a connection failure.
+  ...['57P01', '57P02', '57P03', '25006', '08006', '08001'].map(
+    (code): RouteSpec => ({
+      method: 'GET',
+      pattern: `/db-${code}`,
+      auth: 'public',
+      doc,
+      handler: async () => {
+        throw Object.assign(new Error(`the server said ${code}`), { code });
+      },
+    }),
+  ),
   {
-    method: 'GET',
-    pattern: '/db-shutdown',
+    method: 'POST',
+    pattern: '/commit-lost',
     auth: 'public',
     doc,
     handler: async () => {
-      throw Object.assign(new Error('terminating connection'), { code: '57P01' });
+      throw new OutcomeUnknown(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
     },
   },
   {
@@ -113,14 +126,34 @@ describe('createApp()', () => {
     assert.equal((await call('/unique')).status, 500);
   });
 
-  for (const path of ['/db-down', '/db-shutdown']) {
-    it(`answers database unavailability (${path}) with 503 and Retry-After`, async () => {
-      const response = await call(path);
+  for (const path of ['/db-down', '/db-57P01', '/db-57P02', '/db-57P03', '/db-25006', '/db-08006', '/db-08001']) {
+    it(`answers database unavailability (${path}) with 503 and Retry-After, logged at warn`, async () => {
+      const id = `unavailable${path.replaceAll('/', '-')}`;
+      const response = await call(path, { headers: { 'x-request-id': id } });
       assert.equal(response.status, 503);
       assert.equal(response.headers.get('retry-after'), '5');
       assert.equal((await response.json()).type, '/problems/unavailable');
+      const logged = lines.filter((l) => l.requestId === id && l.message !== 'request');
+      assert.deepEqual(
+        logged.map((l) => [l.level, l.message]),
+        [['warn', 'database unavailable']],
+      );
     });
   }
+
+  it('answers a write whose outcome is unknown with 503 outcome-unknown, Retry-After: 1, logged at warn', async () => {
+    const response = await call('/commit-lost', { method: 'POST', headers: { 'x-request-id': 'lost-1' } });
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get('retry-after'), '1');
+    const body = await response.json();
+    assert.equal(body.type, '/problems/outcome-unknown');
+    assert.equal(body.title, 'The outcome of the request is unknown');
+    const logged = lines.filter((l) => l.requestId === 'lost-1' && l.message !== 'request');
+    assert.deepEqual(
+      logged.map((l) => [l.level, l.message]),
+      [['warn', 'database: a write was sent and not answered; its outcome is unknown']],
+    );
+  });
 
   it('hands the principal and version to the handler', async () => {
     const response = await call('/v2/mine', { headers: { authorization: 'Bearer good' } });

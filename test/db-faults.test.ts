@@ -193,8 +193,10 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     for (const s of refusals) {
       assert.ok(
         (s.status === 503 && s.type === '/problems/unavailable' && s.retryAfter === '5') ||
+          // contract §17: a COMMIT whose connection was cut before its answer: done or not, the keyed retry tells.
+          (s.status === 503 && s.type === '/problems/outcome-unknown' && s.retryAfter === '1') ||
           (s.status === 409 && s.type === '/problems/idempotency-key-in-use' && s.retryAfter === '1'),
-        `only 503 unavailable or 409 in-use, each with Retry-After: ${JSON.stringify(s)}`,
+        `only 503 unavailable or outcome-unknown, or 409 in-use, each with Retry-After: ${JSON.stringify(s)}`,
       );
     }
     assert.deepEqual(

@@ -5,6 +5,7 @@
  * Reads never write: nothing like a "last used" time is updated.
  */
 import type { Database } from '../db/database.ts';
+import type { RequestScope } from '../db/scope.ts';
 import { HttpError } from '../http/problem.ts';
 import { isWellFormedToken, parseAuthorization, tokenHash, type Scope } from './tokens.ts';
 
@@ -18,8 +19,11 @@ export interface Principal {
 }
 
 export interface Authenticator {
-  /** The principal for `authorization`, or a 401 `HttpError`. */
-  authenticate(authorization: string | null): Promise<Principal>;
+  /**
+   * The principal for `authorization`, or a 401 `HttpError`; its lookup, when it runs one, is `scope`'s (the
+   * request's: cancelled with its other statements when it gives up, contract §17).
+   */
+  authenticate(authorization: string | null, scope?: RequestScope): Promise<Principal>;
 }
 
 export const CACHE_TTL_MS = 2_000;
@@ -42,7 +46,7 @@ interface TokenRow {
 export function createAuthenticator(db: Database, now: () => number = Date.now): Authenticator {
   const cache = new Map<string, Cached>();
   return {
-    async authenticate(authorization) {
+    async authenticate(authorization, scope) {
       const credentials = parseAuthorization(authorization);
       if (credentials.kind === 'none') throw unauthorized(false);
       if (credentials.kind === 'malformed' || !isWellFormedToken(credentials.token)) throw unauthorized(true);
@@ -52,7 +56,7 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
       const at = now();
       if (cached !== undefined && cached.until > at) return cached.principal;
       cache.delete(key);
-      const row = await db.one<TokenRow>('FindActiveToken', [hash]);
+      const row = await (scope === undefined ? db : db.handle(scope)).one<TokenRow>('FindActiveToken', [hash]);
       if (row === undefined) throw unauthorized(true);
       const principal: Principal = {
         userId: row.user_id,

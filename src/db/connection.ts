@@ -31,6 +31,8 @@ export interface DatabaseOptions {
    * `STATEMENT_TIMEOUT_MS`. Default `true`.
    */
   readonly prepare?: boolean;
+  /** Told when the circuit opens (statements refused at once) and closes again (contract §17; circuit.ts). */
+  readonly onCircuit?: { onOpen?(error: unknown): void; onClose?(outageMs: number): void };
 }
 
 const BIGINT_OID = 20;
@@ -48,12 +50,19 @@ export const STATEMENT_TIMEOUT_MS = 5_000;
 export const STALLED_CONNECTION_MS = STATEMENT_TIMEOUT_MS + 2_000;
 
 /**
- * Seconds before the driver reconnects after its `retries`-th failure in a
- * row: 50 ms doubling up to 1 s. (The driver's own grows to 20 s, longer
- * than any request waits: contract §11.)
+ * Seconds before the driver reconnects after its `retries`-th failed
+ * attempt in a row (contract §17): 50 ms doubling up to 1 s, of which a half
+ * is random (the processes of a service that lost its database at once do
+ * not come back at once). The driver's own grows to 20 s, longer than any
+ * request waits (contract §11); patch 012 makes it apply to every attempt.
+ *
+ * @example
+ * reconnectDelaySeconds(1) // 0.05 to 0.1
+ * reconnectDelaySeconds(9) // 0.5 to 1
  */
-export function reconnectDelaySeconds(retries: number): number {
-  return Math.min(0.05 * 2 ** retries, 1);
+export function reconnectDelaySeconds(retries: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(0.025 * 2 ** retries, 1);
+  return ceiling * (0.5 + random() / 2);
 }
 
 /** The driver's options for either kind of database, `max` connections. */
@@ -68,7 +77,7 @@ function poolOptions(max: number, prepare: boolean): postgres.Options<Record<str
     ...(prepare ? {} : { max_pipeline: 0 }),
     connect_timeout: 5,
     idle_timeout: 60,
-    backoff: reconnectDelaySeconds,
+    backoff: (retries: number) => reconnectDelaySeconds(retries),
     onnotice: () => {},
     // Identifiers are bigint but always within 2^53−1 (contract §2): JSON numbers.
     types: {
@@ -97,7 +106,7 @@ export interface Connection {
   /** The embedded database the pool is on; `undefined` on a real server. */
   readonly embedded: EmbeddedDatabase | undefined;
   /** Runs a statement's `work`, cancelling `query` when the client keeps the time-out (`cancelAfterTimeout`). */
-  readonly cancelAfter: <T>(work: Promise<T>, query: { cancel(): unknown }) => Promise<T>;
+  readonly cancelAfter: <T>(work: Promise<T>, query: { cancel(): Promise<unknown> }) => Promise<T>;
 }
 
 /** Opens the pool `options` describe: on the embedded database (started here) or on a server. */
@@ -138,8 +147,9 @@ export async function connect(options: DatabaseOptions): Promise<Connection> {
  * CancelRequest, which PgBouncer passes to the server session running it;
  * the statement fails with 57014 as under `statement_timeout`.
  */
-async function cancelAfterTimeout<T>(work: Promise<T>, query: { cancel(): unknown }): Promise<T> {
-  const timer = setTimeout(() => query.cancel(), STATEMENT_TIMEOUT_MS);
+async function cancelAfterTimeout<T>(work: Promise<T>, query: { cancel(): Promise<unknown> }): Promise<T> {
+  // The statement's own failure (57014, or its connection's loss) says what came of it: the cancel's is dropped.
+  const timer = setTimeout(() => query.cancel().catch(() => {}), STATEMENT_TIMEOUT_MS);
   try {
     return await work;
   } finally {

@@ -8,8 +8,10 @@ export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
 
 /**
  * A request's database work did not finish within its deadline (contract §11:
- * 5 s in all). The work is abandoned, not cancelled: a write in flight
- * either commits or not, which an Idempotency-Key makes safe to retry.
+ * 5 s in all). Its statements that were not sent are dropped from the queue,
+ * one that was sent is cancelled, and its transaction rolls back: nothing of
+ * it is done (contract §17). Where that cannot be known (a COMMIT sent and not
+ * answered) the request gets `OutcomeUnknown` instead.
  */
 export class DeadlineExceeded extends Error {
   override name = 'DeadlineExceeded';
@@ -54,12 +56,17 @@ export interface Deadline {
 }
 
 /**
- * Settles like `work(deadline)`, or rejects with `DeadlineExceeded` once `deadline` has run for `ms` in all,
- * pauses left out. As with `withDeadline()`, the abandoned work's late failure is dropped.
+ * Settles like `work(deadline)`, or rejects once `deadline` has run for `ms` in all, pauses left out, with what
+ * `expired()` gives then (`DeadlineExceeded` by default). As with `withDeadline()`, the abandoned work's late
+ * failure is dropped.
  */
-export function underDeadline<T>(ms: number, work: (deadline: Deadline) => Promise<T>): Promise<T> {
+export function underDeadline<T>(
+  ms: number,
+  work: (deadline: Deadline) => Promise<T>,
+  expired: () => Error = () => new DeadlineExceeded(ms),
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const deadline = new PausableDeadline(ms, reject);
+    const deadline = new PausableDeadline(ms, (): void => reject(expired()));
     work(deadline).then(
       (value) => {
         deadline.settle();
@@ -75,17 +82,15 @@ export function underDeadline<T>(ms: number, work: (deadline: Deadline) => Promi
 
 /** One request's clock: a class, so that a request makes one object and one timer for it. */
 class PausableDeadline implements Deadline {
-  readonly #ms: number;
-  readonly #reject: (error: unknown) => void;
+  readonly #expired: () => void;
   #left: number;
   #since = performance.now();
   #timer: NodeJS.Timeout | undefined;
   expired = false;
 
-  constructor(ms: number, reject: (error: unknown) => void) {
-    this.#ms = ms;
+  constructor(ms: number, expired: () => void) {
     this.#left = ms;
-    this.#reject = reject;
+    this.#expired = expired;
     this.#timer = setTimeout(() => this.#expire(), ms);
   }
 
@@ -111,8 +116,39 @@ class PausableDeadline implements Deadline {
   #expire(): void {
     this.expired = true;
     this.#timer = undefined;
-    this.#reject(new DeadlineExceeded(this.#ms));
+    this.#expired();
   }
+}
+
+/** The code of `OutcomeUnknown`. */
+export const OUTCOME_UNKNOWN = 'DATABASE_OUTCOME_UNKNOWN';
+
+/**
+ * A write was sent and no answer came (a COMMIT, or a write outside a
+ * transaction, when its connection was lost or its deadline passed): it may
+ * have been done or not (contract §17). The request is answered 503
+ * `outcome-unknown`: the client retries with its `Idempotency-Key`, or looks
+ * the resource up.
+ */
+export class OutcomeUnknown extends Error {
+  override name = 'OutcomeUnknown';
+  readonly code = OUTCOME_UNKNOWN;
+  constructor(cause?: unknown) {
+    super('a write was sent to the database and no answer came: it may or may not have been done', { cause });
+  }
+}
+
+/** The code of `DatabaseUnreachable`. */
+export const DATABASE_UNREACHABLE = 'DATABASE_UNREACHABLE';
+
+/**
+ * The database is out of reach (contract §17: the circuit is open after
+ * connections failed in a row, or the queue for connections is full): the
+ * statement was never sent.
+ */
+export class DatabaseUnreachable extends Error {
+  override name = 'DatabaseUnreachable';
+  readonly code = DATABASE_UNREACHABLE;
 }
 
 // Raised by node's sockets and by postgres.js itself.
@@ -129,12 +165,17 @@ const CONNECTION_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
+  // patch 012: every host was tried and none fitted target_session_attrs (a failover's promotion under way).
+  'TARGET_SESSION_ATTRS',
   DEADLINE_EXCEEDED,
+  DATABASE_UNREACHABLE,
 ]);
 
-// SQLSTATEs (PostgreSQL Appendix A): class 08 connection exceptions, and the
-// server shutting down, starting up, or out of connection slots.
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+// SQLSTATEs (PostgreSQL Appendix A): class 08 connection exceptions, the server
+// shutting down, starting up, or out of connection slots, a statement cancelled,
+// and a server that is not (or not yet) a primary (25006, read_only_sql_transaction:
+// a standby being promoted, or a primary restarted read-only).
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25006']);
 
 /** True when `error` says the database is unreachable, overloaded or shutting down. */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -142,6 +183,16 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code !== 'string') return false;
   return CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+}
+
+// The failures that say the database cannot be reached at all (contract §17's circuit counts them): not a
+// deadline of the service's own, not a cancelled statement, not a read-only server (reached, and answering).
+const NOT_CONNECTION_FAILURES = new Set([DEADLINE_EXCEEDED, DATABASE_UNREACHABLE, '57014', '25006', '53300']);
+
+/** True when `error` says the database could not be reached or dropped the connection. */
+export function isConnectionFailure(error: unknown): boolean {
+  if (!isDatabaseUnavailable(error)) return false;
+  return !NOT_CONNECTION_FAILURES.has((error as { code: string }).code);
 }
 
 /** The PostgreSQL error code of a unique-constraint violation. */

@@ -21,6 +21,8 @@ export interface PoolUsage {
   readonly inUse: number;
   /** Statements and transactions waiting for a connection. */
   readonly waiting: number;
+  /** contract §17: whether statements are refused at once now, the database being out of reach (circuit.ts). */
+  readonly circuitOpen: boolean;
 }
 
 /** The pool's use, and the wrapper that counts a piece of work in it. */
@@ -30,8 +32,11 @@ export interface PoolCounter {
   readonly counted: <T>(work: PromiseLike<T>) => Promise<T>;
 }
 
-/** Counts the use of `sql`, a pool of `size` connections: every transaction it begins, and what `counted` wraps. */
-export function countPoolUsage(sql: Sql, size: number): PoolCounter {
+/**
+ * Counts the use of `sql`, a pool of `size` connections: every transaction it begins, and what `counted` wraps;
+ * `circuit` says whether the database is out of reach.
+ */
+export function countPoolUsage(sql: Sql, size: number, circuit: { readonly open: boolean }): PoolCounter {
   let active = 0;
   const counted = async <T>(work: PromiseLike<T>): Promise<T> => {
     active += 1;
@@ -51,6 +56,9 @@ export function countPoolUsage(sql: Sql, size: number): PoolCounter {
     },
     get waiting() {
       return Math.max(0, active - size);
+    },
+    get circuitOpen() {
+      return circuit.open;
     },
   };
   return { pool, counted };

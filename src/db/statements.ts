@@ -17,6 +17,12 @@ export interface Statement {
   readonly shape: ResultShape;
   readonly text: string;
   readonly file: string;
+  /**
+   * Whether it may change data: its text (comments aside) has INSERT, UPDATE, DELETE or MERGE, or calls a
+   * function that could. Sent outside a transaction and not answered, such a statement may have been done
+   * (contract §17); a read never was. Erring toward true costs only a vaguer answer.
+   */
+  readonly writes: boolean;
 }
 
 export class StatementError extends Error {
@@ -38,7 +44,7 @@ export function parseStatements(source: string, file: string): Statement[] {
     if (current === undefined) return;
     const text = current.lines.join('\n').trim().replace(/;\s*$/, '');
     if (text === '') throw new StatementError(`${file}: statement ${current.name} is empty`);
-    statements.push({ name: current.name, shape: current.shape, text, file });
+    statements.push({ name: current.name, shape: current.shape, text, file, writes: mayWrite(text) });
   };
   for (const line of source.split('\n')) {
     const header = HEADER.exec(line.trim());
@@ -53,6 +59,14 @@ export function parseStatements(source: string, file: string): Statement[] {
   }
   flush();
   return statements;
+}
+
+const WRITES = /\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory_xact_lock)\b/i;
+const LINE_COMMENT = /--[^\n]*/g;
+
+/** Whether `text` may change data (see `Statement.writes`). */
+function mayWrite(text: string): boolean {
+  return WRITES.test(text.replace(LINE_COMMENT, ''));
 }
 
 /** Reads every `.sql` file in `dir` into a map by statement name; a duplicate name throws. */

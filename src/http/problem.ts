@@ -33,6 +33,7 @@ export const PROBLEM_TITLES = {
   'rate-limited': 'Too many requests',
   internal: 'Internal server error',
   unavailable: 'Service unavailable',
+  'outcome-unknown': 'The outcome of the request is unknown',
 } as const;
 
 export type ProblemSlug = keyof typeof PROBLEM_TITLES;
@@ -145,6 +146,20 @@ export function problemResponse(error: HttpError, instance: string, requestId: s
 export function internalError(): HttpError {
   return new HttpError(500, 'internal', {
     detail: 'The server failed to handle the request; the log has the details under the requestId.',
+  });
+}
+
+/**
+ * contract §17: a write was sent to the database and no answer came (its connection was lost, or the request's
+ * deadline passed while its COMMIT was on its way): it may have been done. 503, so that the client retries: with
+ * its `Idempotency-Key`, a retry replays the stored answer or does the work once.
+ */
+export function outcomeUnknownError(): HttpError {
+  return new HttpError(503, 'outcome-unknown', {
+    detail:
+      'The request was sent to the database and no answer came back: it may or may not have been done. Retry ' +
+      'it with the same Idempotency-Key, or look the resource up.',
+    headers: { 'retry-after': '1' },
   });
 }
 

@@ -27,6 +27,13 @@ export const POOL_FAMILIES: readonly FamilyDoc[] = [
     type: 'gauge',
     help: "Statements and transactions waiting for a pool connection; with WORKERS=N, the workers' sum.",
   },
+  {
+    name: 'orders_db_circuit_open',
+    type: 'gauge',
+    help:
+      'Processes whose circuit to the database is open: statements refused at once (503) while one connection ' +
+      'probes with backoff, after connections failed in a row; 0 while the database is reached.',
+  },
 ];
 
 export const PROCESS_FAMILIES: readonly FamilyDoc[] = [
@@ -89,6 +96,7 @@ export function poolSnapshot(pool: PoolUsage): Snapshot {
       orders_db_pool_max_connections: { '': pool.size },
       orders_db_pool_connections_in_use: { '': pool.inUse },
       orders_db_pool_queries_waiting: { '': pool.waiting },
+      orders_db_circuit_open: { '': pool.circuitOpen ? 1 : 0 },
     },
   };
 }

@@ -63,6 +63,7 @@ export const PROBLEM_FIELDS: Partial<Record<ProblemSlug, readonly Field[]>> = {
   'idempotency-key-in-use': always('Retry-After'),
   'rate-limited': always('Retry-After'),
   unavailable: always('Retry-After'),
+  'outcome-unknown': always('Retry-After'),
   // contract §4: a coded request body is refused before its media type is looked at.
   'unsupported-media-type': sometimes('Accept-Encoding'),
 };

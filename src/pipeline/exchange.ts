@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { Deadline } from '../db/errors.ts';
+import { RequestScope } from '../db/scope.ts';
 import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
 import { clientAddress } from '../http/client-address.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
@@ -35,6 +36,8 @@ export interface Exchange {
   preflight: boolean;
   /** deadline: the request's time for the database, which the body stage stops while it reads. */
   deadline: Deadline | undefined;
+  /** What the request has under way in the database, to cancel when it gives up (contract §17). */
+  readonly scope: RequestScope;
   /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
   body: Uint8Array;
   /** route: what the router found (every request past the route stage has it). */
@@ -97,6 +100,7 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     services: parts.services,
     preflight: false,
     deadline: undefined,
+    scope: new RequestScope(),
     body: EMPTY,
     match: undefined,
     route: undefined,
@@ -179,6 +183,6 @@ class ExchangeContext implements RequestContext {
  */
 export function dbOf(x: Exchange): Db {
   if (x.savepoint !== undefined) return x.savepoint;
-  x.handle ??= x.source.handle();
+  x.handle ??= x.source.handle(x.scope);
   return x.handle;
 }

@@ -67,4 +67,23 @@ export const RETRY_TEXTS = {
         'answer was lost is then replayed instead of made twice.',
     ],
   },
+  'outcome-unknown': {
+    statuses: [503],
+    meaning:
+      'The request was sent to the database and no answer came back: the database was lost (a failover, a ' +
+      'crash, a network fault) while the request was being committed, so it may or may not have been done.',
+    when: [
+      "The connection to the database was lost, or the 5 s deadline passed, after the request's transaction was " +
+        'sent to be committed (or a write outside a transaction was sent) and before the database answered. The ' +
+        'answer carries `Retry-After`.',
+      'Every other 503 (`unavailable`) means the request was not done: its statements were never sent, or were ' +
+        'cancelled and rolled back.',
+    ],
+    whatToDo: [
+      'Retry with the same `Idempotency-Key`: if the first attempt was done, its stored answer is replayed ' +
+        '(`Idempotent-Replayed: true`); if not, the request runs now, once.',
+      'Without a key, look the resource up (the order list, the payment of the order) before sending the request ' +
+        'again, or it may be done twice.',
+    ],
+  },
 } satisfies ProblemTexts;

@@ -16,7 +16,7 @@ import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
 import { createListener } from './listener.ts';
 import { serviceKey } from './keys.ts';
-import { createLogger, type Logger } from '../base/logger.ts';
+import { createLogger, errorFields, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
 import { SHUTDOWN_GRACE_MS, shutdown } from './shutdown.ts';
 import { openSharedLimits, type SharedLimits } from '../limits/shared-limits.ts';
@@ -64,6 +64,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     dataDir: config.dataDir,
     poolMax: config.dbPoolMax,
     prepare: config.dbPrepare,
+    onCircuit: {
+      onOpen: (error) =>
+        log.warn('database unreachable: statements refused at once while one connection probes', errorFields(error)),
+      onClose: (outageMs) => log.info('database reachable again', { outageMs: Math.round(outageMs) }),
+    },
   });
   let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;

@@ -28,7 +28,7 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
       refuseBarred(x, limits, authorization);
       let principal: Principal;
       try {
-        principal = await authenticator.authenticate(authorization);
+        principal = await authenticator.authenticate(authorization, x.scope);
       } catch (error) {
         throw await failure(x, limits, authorization, error);
       }

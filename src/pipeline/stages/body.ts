@@ -2,14 +2,15 @@
  * The database deadline, and the body (contract §11). The deadline stage
  * starts the request's clock for the database: from then on it waits at
  * most `deadlineMs` for it, in all, and gets 503 past it (the problems stage
- * says so). The body stage sits inside routing, authentication and the rate
+ * says so), its statements dropped from the queue or cancelled (contract
+ * §17, `RequestScope`). The body stage sits inside routing, authentication and the rate
  * limit, so nothing of a body is read before its request is allowed:
  * `Content-Length` is checked against the limit (413) and the body's share
  * of the budget for bodies in flight taken (503) before the first byte is
  * read, and the clock stands still while it is read (408 past its own
  * time). The body's share is given back once the request is answered.
  */
-import { type Deadline, DeadlineExceeded, underDeadline } from '../../db/errors.ts';
+import { type Deadline, DeadlineExceeded, OutcomeUnknown, underDeadline } from '../../db/errors.ts';
 import type { BodyBudget } from '../../http/body-budget.ts';
 import {
   type BodyLimits as ReadLimits,
@@ -24,10 +25,16 @@ import type { Exchange } from '../exchange.ts';
 
 export function databaseDeadline(deadlineMs: number): Stage<Exchange> {
   return (x, next) =>
-    underDeadline(deadlineMs, (deadline: Deadline) => {
-      x.deadline = deadline;
-      return next(x);
-    });
+    underDeadline(
+      deadlineMs,
+      (deadline: Deadline) => {
+        x.deadline = deadline;
+        return next(x);
+      },
+      // contract §17: giving up cancels what the request has under way; a write that may have been done all the
+      // same (a COMMIT sent, not answered) is answered as such.
+      () => (x.scope.abandon() === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs)),
+    );
 }
 
 export interface BodyLimits {

@@ -1,13 +1,20 @@
 /**
  * Every error thrown inside becomes an answer (contract §5; RFC 9457): an
- * `HttpError` its problem response; a database out of reach 503 (§11); any
+ * `HttpError` its problem response; a database out of reach 503 (§11), and a
+ * write whose outcome cannot be known 503 `outcome-unknown` (§17); any
  * other error 500, logged with its stack, never shown. A client gone before
  * its body arrived reads no answer: its log line says so.
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import { ClientAbortError } from '../../http/body.ts';
-import { isDatabaseUnavailable, poolerHint } from '../../db/errors.ts';
-import { HttpError, internalError, problemResponse, unavailableError } from '../../http/problem.ts';
+import { isDatabaseUnavailable, OutcomeUnknown, poolerHint } from '../../db/errors.ts';
+import {
+  HttpError,
+  internalError,
+  outcomeUnknownError,
+  problemResponse,
+  unavailableError,
+} from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
@@ -28,6 +35,13 @@ export function problems(log: Logger): Stage<Exchange> {
 
 function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
   if (error instanceof HttpError) return error;
+  if (error instanceof OutcomeUnknown) {
+    log.warn('database: a write was sent and not answered; its outcome is unknown', {
+      requestId: x.requestId,
+      ...errorFields(error.cause ?? error),
+    });
+    return outcomeUnknownError();
+  }
   if (isDatabaseUnavailable(error)) {
     log.warn('database unavailable', { requestId: x.requestId, ...errorFields(error) });
     return unavailableError();
