@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createAuthenticator } from '../src/auth/authenticator.ts';
 import { createToken, revokeToken } from '../src/auth/token-store.ts';
+import type { Database, Db } from '../src/db/database.ts';
+import { RequestScope } from '../src/db/scope.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { bearer, startTestServer, type Account, type TestServer } from './support/server.ts';
 
@@ -188,6 +190,39 @@ describe('createAuthenticator()', () => {
     );
   });
 
+  it('makes one lookup for many requests with one token at once, the cache cold', async () => {
+    const { db, lookups } = countingLookups(t.server.db);
+    const authenticator = createAuthenticator(db);
+    const { token } = await createToken(t.server.db, alice.id, ['orders:read'], null);
+    const principals = await Promise.all(
+      Array.from({ length: 300 }, () => authenticator.authenticate(`Bearer ${token}`, new RequestScope())),
+    );
+    assert.deepEqual(new Set(principals.map((p) => p.userId)), new Set([alice.id]));
+    assert.equal(lookups(), 1);
+    // An unknown token: one lookup too, and every request sharing it gets the 401.
+    const unknown = `Bearer ${token.slice(0, -4)}AAAA`;
+    const refusals = await Promise.allSettled(Array.from({ length: 20 }, () => authenticator.authenticate(unknown)));
+    assert.deepEqual(
+      refusals.map((r) => r.status === 'rejected' && r.reason instanceof HttpError && r.reason.status),
+      Array(20).fill(401),
+    );
+    assert.equal(lookups(), 2);
+  });
+
+  it('looks the token up again for a request whose shared lookup its maker cancelled', async () => {
+    const { db, lookups } = countingLookups(t.server.db);
+    const authenticator = createAuthenticator(db);
+    const { token } = await createToken(t.server.db, bob.id, ['orders:read'], null);
+    const first = new RequestScope();
+    const leader = authenticator.authenticate(`Bearer ${token}`, first);
+    const follower = authenticator.authenticate(`Bearer ${token}`, new RequestScope());
+    // The first request gives up (its deadline): its lookup is dropped or cancelled.
+    assert.equal(first.abandon(), 'not-done');
+    await assert.rejects(leader, (e: unknown) => !(e instanceof HttpError));
+    assert.equal((await follower).userId, bob.id);
+    assert.equal(lookups(), 2);
+  });
+
   it('keeps scopes and role', async () => {
     const authenticator = createAuthenticator(t.server.db);
     const principal = await authenticator.authenticate(`Bearer ${admin.token}`);
@@ -195,3 +230,27 @@ describe('createAuthenticator()', () => {
     assert.equal(principal.scopes.has('webhooks:write'), true);
   });
 });
+
+/** `db` with its token lookups (FindActiveToken, on the pool or a request's handle) counted. */
+function countingLookups(database: Database): { db: Database; lookups: () => number } {
+  let count = 0;
+  const counting = <T extends Db>(handle: T): T =>
+    new Proxy(handle, {
+      get: (target, key, receiver) => {
+        const value = Reflect.get(target, key, receiver);
+        if (key !== 'one') return typeof value === 'function' ? value.bind(target) : value;
+        return (name: string, params?: unknown[]) => {
+          if (name === 'FindActiveToken') count += 1;
+          return (value as Db['one']).call(target, name, params as never);
+        };
+      },
+    });
+  const db = counting(database);
+  const withHandles = new Proxy(db, {
+    get: (target, key, receiver) =>
+      key === 'handle'
+        ? (scope?: RequestScope) => counting(database.handle(scope))
+        : Reflect.get(target, key, receiver),
+  });
+  return { db: withHandles, lookups: () => count };
+}

@@ -114,8 +114,9 @@ describe('bodies are not read before their request is allowed (contract §11)', 
         assert.ok(spent < 1_000, `the attack cost ${spent} ms of CPU (before the fix: 5,400–12,500 ms)`);
         assert.equal(polls.failed, 0);
         assert.ok(
-          polls.slowestMs < quiet.slowestMs + 100,
-          `/healthz took ${polls.slowestMs.toFixed(0)} ms during the attack, ${quiet.slowestMs.toFixed(0)} ms before`,
+          polls.slowestMs < quiet.slowestMs + 400,
+          `/healthz took ${polls.slowestMs.toFixed(0)} ms during the attack, ${quiet.slowestMs.toFixed(0)} ms before` +
+            ' (before the fix: 800–1,300 ms more)',
         );
       } finally {
         await stop(built);
@@ -156,9 +157,15 @@ describe('bodies in flight (contract §11)', () => {
         statuses.push(response.status);
         if (response.status === 201) created = response;
         else {
-          assert.equal(response.status, 503, await response.text());
-          assert.equal(response.headers.get('retry-after'), '1');
-          await response.arrayBuffer();
+          // The budget's 503 says 1 s; on a loaded machine the database's deadline may pass too (5 s): both mean
+          // "not done", which is what a keyed retry relies on.
+          const text = await response.text();
+          assert.equal(response.status, 503, text);
+          assert.equal(
+            ['1', '5'].includes(response.headers.get('retry-after') ?? ''),
+            true,
+            `Retry-After ${response.headers.get('retry-after')}: ${text}`,
+          );
           await new Promise((resolve) => setTimeout(resolve, 1_000));
         }
       }

@@ -2,7 +2,10 @@
  * Turns an `Authorization` header into a principal (contract §6). Validated
  * tokens are cached for at most `CACHE_TTL_MS`, so a revoked token stops
  * working within that time even in another process (contract §6: within 5 s).
- * Reads never write: nothing like a "last used" time is updated.
+ * Reads never write: nothing like a "last used" time is updated. Requests
+ * that carry one token while it is not cached share one lookup: when the cache
+ * entry of a busy token expires, it is looked up once, not once per request
+ * waiting (which would fill the queue for a connection, contract §17).
  */
 import type { Database } from '../db/database.ts';
 import type { RequestScope } from '../db/scope.ts';
@@ -35,6 +38,12 @@ interface Cached {
   readonly until: number;
 }
 
+/** A lookup under way, and the request it runs for (it is cancelled with that request's other statements). */
+interface Lookup {
+  readonly principal: Promise<Principal>;
+  readonly scope: RequestScope | undefined;
+}
+
 interface TokenRow {
   token_id: number;
   user_id: number;
@@ -45,6 +54,35 @@ interface TokenRow {
 
 export function createAuthenticator(db: Database, now: () => number = Date.now): Authenticator {
   const cache = new Map<string, Cached>();
+  const underWay = new Map<string, Lookup>();
+
+  async function lookUp(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
+    const at = now();
+    const row = await (scope === undefined ? db : db.handle(scope)).one<TokenRow>('FindActiveToken', [hash]);
+    if (row === undefined) throw unauthorized(true);
+    const principal: Principal = {
+      userId: row.user_id,
+      role: row.role,
+      tokenId: row.token_id,
+      scopes: new Set(row.scopes),
+    };
+    // Never cache past the token's own expiry; the time counts from before the lookup, which may have waited.
+    const until = Math.min(at + CACHE_TTL_MS, row.expires_at?.getTime() ?? Infinity);
+    if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+    cache.set(key, { principal, until });
+    return principal;
+  }
+
+  function lead(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
+    const lookup: Lookup = { principal: lookUp(hash, key, scope), scope };
+    underWay.set(key, lookup);
+    const done = () => {
+      if (underWay.get(key) === lookup) underWay.delete(key);
+    };
+    lookup.principal.then(done, done);
+    return lookup.principal;
+  }
+
   return {
     async authenticate(authorization, scope) {
       const credentials = parseAuthorization(authorization);
@@ -53,22 +91,17 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
       const hash = tokenHash(credentials.token);
       const key = hash.toString('base64');
       const cached = cache.get(key);
-      const at = now();
-      if (cached !== undefined && cached.until > at) return cached.principal;
+      if (cached !== undefined && cached.until > now()) return cached.principal;
       cache.delete(key);
-      const row = await (scope === undefined ? db : db.handle(scope)).one<TokenRow>('FindActiveToken', [hash]);
-      if (row === undefined) throw unauthorized(true);
-      const principal: Principal = {
-        userId: row.user_id,
-        role: row.role,
-        tokenId: row.token_id,
-        scopes: new Set(row.scopes),
-      };
-      // Never cache past the token's own expiry.
-      const until = Math.min(at + CACHE_TTL_MS, row.expires_at?.getTime() ?? Infinity);
-      if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
-      cache.set(key, { principal, until });
-      return principal;
+      const shared = underWay.get(key);
+      if (shared === undefined) return lead(hash, key, scope);
+      try {
+        return await shared.principal;
+      } catch (error) {
+        // The request that made the lookup gave up and cancelled it: this one, still waiting, makes its own.
+        if (!shared.scope?.abandoned) throw error;
+        return underWay.get(key)?.principal ?? lead(hash, key, scope);
+      }
     },
   };
 }
