@@ -15,7 +15,9 @@ import { ConfigError } from './config/values.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { EmbeddedDatabaseError, poolerHint } from './db/errors.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
-import { EnvFileError, loadEnvFile } from './config/env-file.ts';
+import { EnvFileError } from './config/env-file.ts';
+import { loadEnvSettings } from './config/settings.ts';
+import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
 import { UserExistsError } from './users/user-store.ts';
 import { CommandError, UsageError, type Io } from './cli/commands.ts';
 import { parseCommandLine } from './cli/command-line.ts';
@@ -41,12 +43,23 @@ export async function runCli(
       io.out(action);
       return 0;
     }
-    const config = loadConfig(envDir === undefined ? env : loadEnvFile(env, envDir));
+    let settings = env;
+    if (envDir !== undefined) {
+      const loaded = loadEnvSettings(env, envDir);
+      for (const line of loaded.unknown) io.err(`orders: warning: ${line}\n`);
+      settings = loaded.env;
+    }
+    const config = loadConfig(settings);
     db = await openDatabase({
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       poolMax: 2,
       prepare: config.dbPrepare,
+    });
+    await waitForDatabase(db, {
+      waitMs: config.databaseWaitMs,
+      onAttempt: ({ attempt, reason, nextInMs }) =>
+        io.err(`orders: the database does not answer (attempt ${attempt}: ${reason}); next in ${nextInMs} ms\n`),
     });
     const applied = await migrate(db);
     await action(db, io, applied);
@@ -62,6 +75,7 @@ export async function runCli(
     }
     if (
       error instanceof ConfigError ||
+      error instanceof DatabaseWaitError ||
       error instanceof MigrationError ||
       error instanceof EmbeddedDatabaseError ||
       error instanceof UserExistsError ||

@@ -2,7 +2,10 @@
 import cluster from 'node:cluster';
 import { type Config, loadConfig } from './config/config.ts';
 import { ConfigError } from './config/values.ts';
-import { EnvFileError, loadEnvFile } from './config/env-file.ts';
+import { ENV_FILE, EnvFileError } from './config/env-file.ts';
+import { loadEnvSettings } from './config/settings.ts';
+import { DatabaseWaitError } from './db/wait.ts';
+import { checkListen, ListenError } from './service/listener.ts';
 import { createLogger, errorFields } from './base/logger.ts';
 import { type RunningServer, startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
@@ -11,23 +14,11 @@ import { answerPrimary, createInstanceFigures, localSnapshot } from './metrics/i
 
 async function main(): Promise<void> {
   const startedAt = performance.now();
-  let config: Config;
-  try {
-    // contract §1: the working directory's .env supplies what the environment does
-    // not set. Into process.env itself, so that cluster workers inherit it.
-    Object.assign(process.env, loadEnvFile(process.env, process.cwd()));
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof EnvFileError) {
-      process.stderr.write(`orders: ${error.message}\n`);
-      process.exit(2);
-    }
-    if (error instanceof ConfigError) {
-      process.stderr.write(`orders: invalid configuration: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
+  // Where each variable set by .env (and not by the environment) is, for the messages that name one.
+  const fromFile = new Map<string, number>();
+  const config = readConfig(fromFile);
+  // Before anything is created or shown once (a new embedded database's tokens): the port can be had.
+  if (cluster.isPrimary) await checkPort(config, fromFile);
   const log = createLogger(config.logLevel);
   // contract §1 "Faults": a driver promise that nothing awaits and that fails
   // because the database went away must not end the process (the patched
@@ -62,8 +53,13 @@ async function main(): Promise<void> {
   } catch (error) {
     // Whatever stops start-up (a changed migration, a database that cannot be
     // reached, a data directory in use) is one line for the operator, not a stack.
-    const known = error instanceof MigrationError || error instanceof EmbeddedDatabaseError;
-    process.stderr.write(`orders: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+    const known =
+      error instanceof MigrationError ||
+      error instanceof EmbeddedDatabaseError ||
+      error instanceof DatabaseWaitError ||
+      error instanceof ListenError;
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`orders: cannot start: ${message}${whereSet(message, fromFile)}\n`);
     const hint = poolerHint(error);
     if (hint !== undefined) process.stderr.write(`orders: ${hint}\n`);
     if (!known) log.error('start-up failed', errorFields(error));
@@ -102,6 +98,47 @@ async function main(): Promise<void> {
   });
   if (cluster.isPrimary) process.stderr.write(`orders: listening on ${server.url} (database: ${database})\n`);
   else process.send?.({ listening: server.url, database });
+}
+
+/** The configuration of the environment over `.env`; a mistake in either ends the process (exit 2). */
+function readConfig(fromFile: Map<string, number>): Config {
+  try {
+    // contract §1: the working directory's .env supplies what the environment does
+    // not set. Into process.env itself, so that cluster workers inherit it.
+    const { env, unknown, lineOf } = loadEnvSettings(process.env, process.cwd());
+    for (const [name, line] of lineOf) if (process.env[name] === undefined) fromFile.set(name, line);
+    if (cluster.isPrimary) for (const line of unknown) process.stderr.write(`orders: warning: ${line}\n`);
+    Object.assign(process.env, env);
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof EnvFileError) {
+      process.stderr.write(`orders: ${error.message}\n`);
+      process.exit(2);
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`orders: invalid configuration: ${error.message}${whereSet(error.message, fromFile)}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+/** Ends the process (exit 1) when `PORT` on `HOST` cannot be listened on. */
+async function checkPort(config: Config, fromFile: ReadonlyMap<string, number>): Promise<void> {
+  try {
+    await checkListen(config.port, config.host);
+  } catch (error) {
+    if (!(error instanceof ListenError)) throw error;
+    process.stderr.write(`orders: cannot start: ${error.message}${whereSet(error.message, fromFile)}\n`);
+    process.exit(1);
+  }
+}
+
+/** ` (.env line N)` when `message` starts with the name of a variable that `.env` set, else nothing. */
+function whereSet(message: string, fromFile: ReadonlyMap<string, number>): string {
+  const name = /^[A-Z][A-Z0-9_]*/.exec(message)?.[0];
+  const line = name === undefined ? undefined : fromFile.get(name);
+  return line === undefined ? '' : ` (${ENV_FILE} line ${line})`;
 }
 
 /**

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { VERSION } from '../base/version.ts';
 import { COMMANDS, GROUPS, groupCommands, UsageError, type CommandSpec, type Run, type Values } from './commands.ts';
 import { alternatives, commandHelp, groupHelp, USAGE } from './help.ts';
-import { didYouMean, nearest } from './suggestions.ts';
+import { didYouMean, nearest } from '../base/suggestions.ts';
 
 const HELP = ['--help', '-h', 'help'];
 const VERSION_FLAGS = ['--version', '-v', 'version'];

@@ -31,6 +31,8 @@ export interface Config extends ConnectionLimits {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly dbPoolMax: number;
+  /** `DATABASE_WAIT`: how long start-up waits for the database to answer (0: not at all), in milliseconds. */
+  readonly databaseWaitMs: number;
   readonly maxBodyBytes: number;
   /** `BODY_BUDGET_BYTES` (contract §11): what every request body being read or handled at once may hold. */
   readonly bodyBudgetBytes: number;
@@ -79,6 +81,7 @@ export function loadConfig(env: Env = process.env, fileDescriptors = fileDescrip
     databaseUrl: databaseUrl(env),
     dataDir: nonEmpty(env, 'DATA_DIR', './data'),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
+    databaseWaitMs: integer(env, 'DATABASE_WAIT', 30, 0, 3600) * 1000,
     maxBodyBytes: integer(env, 'MAX_BODY_BYTES', 1_048_576, 1, 1024 ** 3),
     bodyBudgetBytes: integer(env, 'BODY_BUDGET_BYTES', 64 * 1_048_576, 1, 1024 ** 4),
     ...connectionLimits(env, fileDescriptors),

@@ -41,7 +41,8 @@ const UNQUOTED_COMMENT = /\s#/;
 const ESCAPES: Readonly<Record<string, string>> = { n: '\n', '"': '"', '\\': '\\' };
 
 /**
- * Parses the text of a `.env` file into its variables, in file order.
+ * Parses the text of a `.env` file into its variables, in file order (and,
+ * with `lineOf`, the line of each).
  * Throws an EnvFileError naming `fileName` and the line at the first mistake.
  * Messages name the variable, never its value; only a line without `=`
  * is quoted whole, having no NAME to name.
@@ -52,7 +53,7 @@ const ESCAPES: Readonly<Record<string, string>> = { n: '\n', '"': '"', '\\': '\\
  * parseEnvFile('PORT 3000', '.env');
  * // throws EnvFileError: .env line 1: expected NAME=value, got a line without "=" starting "PORT"
  */
-export function parseEnvFile(text: string, fileName: string): Map<string, string> {
+export function parseEnvFile(text: string, fileName: string, lineOf?: Map<string, number>): Map<string, string> {
   const values = new Map<string, string>();
   const definedOn = new Map<string, number>();
   const lines = text.replace(/^\uFEFF/, '').split(LINE_BREAK);
@@ -83,19 +84,21 @@ export function parseEnvFile(text: string, fileName: string): Map<string, string
     values.set(name, parseValue(assignment.slice(equals + 1), name, fail));
     definedOn.set(name, lineNumber);
   }
+  for (const [name, line] of definedOn) lineOf?.set(name, line);
   return values;
 }
 
 /**
  * `env` with the variables of `<cwd>/.env` that it does not set (a variable
  * set to the empty string counts as set). No file: a copy of `env`. A file
- * that cannot be read or parsed: an EnvFileError.
+ * that cannot be read or parsed: an EnvFileError. With `lineOf`, each name
+ * the file defines is put there with its line (for `unknownSettings()`).
  *
  * @example
  * // .env holds PORT=4000 and HOST=0.0.0.0
  * loadEnvFile({ PORT: '3000' }, process.cwd()); // { PORT: '3000', HOST: '0.0.0.0' }
  */
-export function loadEnvFile(env: Env, cwd: string): Record<string, string | undefined> {
+export function loadEnvFile(env: Env, cwd: string, lineOf?: Map<string, number>): Record<string, string | undefined> {
   let text: string;
   try {
     text = readFileSync(join(cwd, ENV_FILE), 'utf8');
@@ -104,7 +107,7 @@ export function loadEnvFile(env: Env, cwd: string): Record<string, string | unde
     throw new EnvFileError(`${ENV_FILE}: cannot be read (${(error as Error).message})`);
   }
   const merged: Record<string, string | undefined> = { ...env };
-  for (const [name, value] of parseEnvFile(text, ENV_FILE)) {
+  for (const [name, value] of parseEnvFile(text, ENV_FILE, lineOf)) {
     if (merged[name] === undefined) merged[name] = value;
   }
   return merged;

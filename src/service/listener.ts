@@ -4,6 +4,7 @@
  * connection refused at arrival counted for GET /metrics and logged at a
  * bounded rate; the caps said once in the log at start.
  */
+import { createServer } from 'node:net';
 import type { Logger } from '../base/logger.ts';
 import type { Config } from '../config/config.ts';
 import { trustedProxies } from '../http/client-address.ts';
@@ -59,4 +60,43 @@ function refusals(metrics: HttpMetrics, log: Logger): (cap: ConnectionCap) => vo
     since.process = 0;
     since.address = 0;
   };
+}
+
+/** The listening address cannot be had; the message is one line naming `PORT` or `HOST` and what to change. */
+export class ListenError extends Error {
+  override name = 'ListenError';
+}
+
+/** One line for why `port` on `host` cannot be listened on (node's `listen` error). */
+export function listenError(error: unknown, port: number, host: string): ListenError | unknown {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'EADDRINUSE')
+    return new ListenError(
+      `PORT ${port} is in use on ${host} (another process listens there); set PORT to a free port`,
+    );
+  if (code === 'EACCES')
+    return new ListenError(`PORT ${port} on ${host} is not allowed to this user (ports below 1024 need privileges)`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
+    return new ListenError(
+      `HOST ${host} is not an address of this machine (${code}); set HOST to one of its addresses, such as ` +
+        '127.0.0.1, or 0.0.0.0 for all',
+    );
+  return error;
+}
+
+/**
+ * Checks that `port` on `host` can be listened on, before start-up changes anything (a new embedded database, its
+ * tokens shown once): listens, then lets go. A `ListenError` when it cannot.
+ */
+export async function checkListen(port: number, host: string): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (error) {
+    throw listenError(error, port, host);
+  }
+  await new Promise((resolve) => probe.close(resolve));
 }

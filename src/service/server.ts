@@ -12,9 +12,10 @@ import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
+import { waitForDatabase } from '../db/wait.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
-import { createListener } from './listener.ts';
+import { createListener, listenError } from './listener.ts';
 import { serviceKey } from './keys.ts';
 import { createLogger, errorFields, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
@@ -76,8 +77,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let sharedLimits: SharedLimits | undefined;
   let reads: ReplicaReads | undefined;
   const metrics = createHttpMetrics();
+  let tokens: DemoTokens | undefined;
   try {
-    await prepareDatabase(db, log, options);
+    await waitForDatabase(db, {
+      waitMs: config.databaseWaitMs,
+      onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
+    });
+    tokens = await prepareDatabase(db, log);
     const cursorKey = await serviceKey(db, 'cursor');
     sharedLimits = await openLimits(config, log, options.hooks);
     reads = await openReads(config, db, log, options.hooks);
@@ -98,6 +104,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     );
     server = createListener(app, config, metrics, log, options.headersTimeoutMs);
     await listen(server.server, config.port, config.host);
+    // Shown once the port is held (contract §1: a start that fails has shown none, main.ts checked the port).
+    if (tokens !== undefined) options.onDemoTokens?.(tokens);
+    tokens = undefined;
     purgeTimer = schedulePurge(db, log);
     worker = startDeliveryWorker(db, log, {
       ...DEFAULT_WORKER_OPTIONS,
@@ -105,6 +114,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       allowPrivate: config.webhookAllowPrivate,
     });
   } catch (error) {
+    // The port was taken since main.ts checked it: the new database's tokens are shown all the same, never lost.
+    if (tokens !== undefined) options.onDemoTokens?.(tokens);
     server?.server.close();
     sharedLimits?.close();
     reads?.positions.close();
@@ -135,15 +146,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 }
 
-/** Applies the pending migrations; a new embedded database also gets the demo data and tokens. */
-async function prepareDatabase(db: Database, log: Logger, options: StartOptions): Promise<void> {
+/** Applies the pending migrations; a new embedded database also gets the demo data and tokens, returned. */
+async function prepareDatabase(db: Database, log: Logger): Promise<DemoTokens | undefined> {
   const applied = await migrate(db);
   if (applied.length > 0) log.info('migrations applied', { migrations: applied });
-  if (db.created) {
-    await seed(db);
-    const tokens = await createDemoTokens(db);
-    options.onDemoTokens?.(tokens);
-  }
+  if (!db.created) return undefined;
+  await seed(db);
+  return createDemoTokens(db);
 }
 
 /** contract §17: waits for Redis at most its connect time-out; unreachable, the process counts on its own. */
@@ -225,9 +234,10 @@ function schedulePurge(db: Database, log: Logger): NodeJS.Timeout {
 
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const fail = (error: Error) => reject(listenError(error, port, host));
+    server.once('error', fail);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', fail);
       resolve();
     });
   });

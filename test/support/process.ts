@@ -1,5 +1,6 @@
 /** The service as `make run` starts it, in a child process, for the tests that signal or kill it. */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 
@@ -20,13 +21,15 @@ export function spawnService(
   env: Record<string, string>,
   entry = 'src/main.ts',
   command?: readonly string[],
+  cwd = ROOT,
 ): { process: ChildProcessWithoutNullStreams; stdout(): string; stderr(): string } {
   const full: NodeJS.ProcessEnv = { ...process.env, PORT: '0', ...env };
   if (env.DATABASE_URL === undefined) delete full.DATABASE_URL;
   // The run's replica names the run's own database: a child on another database gets none unless told.
   if (env.DATABASE_READ_URL === undefined) delete full.DATABASE_READ_URL;
-  const [program, ...args] = command ?? [process.execPath, '--import', 'tsx', entry];
-  const child = spawn(program as string, args, { cwd: ROOT, env: full });
+  // From another working directory (its own .env), tsx and the entry by where they are.
+  const [program, ...args] = command ?? [process.execPath, '--import', import.meta.resolve('tsx'), join(ROOT, entry)];
+  const child = spawn(program as string, args, { cwd, env: full });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -40,8 +43,9 @@ export async function startService(
   ready = /listening on (http:\/\/\S+)/,
   entry?: string,
   command?: readonly string[],
+  cwd?: string,
 ): Promise<ServiceProcess> {
-  const service = spawnService(env, entry, command);
+  const service = spawnService(env, entry, command, cwd);
   const url = await new Promise<string>((resolve, reject) => {
     const check = () => {
       const match = ready.exec(service.stderr());

@@ -1,0 +1,99 @@
+/**
+ * Start-up's wait for the database (`DATABASE_WAIT`): the server, the
+ * command-line tool and its migrations ping it before anything else, and
+ * while it does not answer, each failed attempt is logged with its reason
+ * and the next wait, at most one line a second, with backoff between
+ * attempts (250 ms doubling to 5 s) so that a pooler in front of a stopped
+ * server is not asked for a login hundreds of times a second. Past the wait,
+ * a `DatabaseWaitError` names the setting; a wait of 0 fails at the first
+ * attempt. A failure that is not about reaching the database (a pooler that
+ * needs DB_PREPARE=off, a wrong password) is thrown at once: waiting would
+ * not mend it.
+ */
+import type { Database } from './database.ts';
+import { DATABASE_UNREACHABLE, isDatabaseUnavailable, poolerHint } from './errors.ts';
+import { RequestScope } from './scope.ts';
+
+/** The first wait between attempts, doubled after each to `MAX_DELAY_MS`. */
+export const FIRST_DELAY_MS = 250;
+export const MAX_DELAY_MS = 5_000;
+/** One attempt's bound: the driver's own connect time-out. */
+export const ATTEMPT_MS = 5_000;
+/** The least time an attempt is given (one that cannot have it within the wait is not made). */
+export const MIN_ATTEMPT_MS = 250;
+/** At most one log line per this. */
+export const LOG_INTERVAL_MS = 1_000;
+
+/** The database did not answer within `DATABASE_WAIT`; the message is one line naming the setting. */
+export class DatabaseWaitError extends Error {
+  override name = 'DatabaseWaitError';
+}
+
+export interface WaitOptions {
+  /** `DATABASE_WAIT` in milliseconds. */
+  readonly waitMs: number;
+  /** Said for each failed attempt, at most once a `LOG_INTERVAL_MS`. */
+  readonly onAttempt?: (fields: { attempt: number; reason: string; nextInMs: number; waitedMs: number }) => void;
+}
+
+/** Resolves once the database answers `Ping`; rejects with a `DatabaseWaitError` once `waitMs` has passed. */
+export async function waitForDatabase(db: Database, options: WaitOptions): Promise<void> {
+  const start = performance.now();
+  let lastLog = -Infinity;
+  // Once the circuit is open, attempts are refused without reaching out: the reason is the last real failure's.
+  let reason = '';
+  for (let attempt = 1; ; attempt++) {
+    const left = options.waitMs - (performance.now() - start);
+    let failure: unknown;
+    try {
+      // DATABASE_WAIT=0 is one attempt, of the usual length.
+      await ping(db, options.waitMs === 0 ? ATTEMPT_MS : Math.max(MIN_ATTEMPT_MS, Math.min(ATTEMPT_MS, left)));
+      return;
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || poolerHint(error) !== undefined) throw error;
+      failure = error;
+    }
+    const waitedMs = performance.now() - start;
+    if ((failure as { code?: unknown }).code !== DATABASE_UNREACHABLE || reason === '') reason = reasonOf(failure);
+    // The last wait is shortened to leave a last attempt its `MIN_ATTEMPT_MS` within the wait; no room for it: done.
+    const room = options.waitMs - waitedMs - MIN_ATTEMPT_MS;
+    const nextInMs = Math.min(FIRST_DELAY_MS * 2 ** (attempt - 1), MAX_DELAY_MS, room);
+    if (nextInMs < 0) {
+      throw new DatabaseWaitError(
+        `the database did not answer within DATABASE_WAIT (${options.waitMs / 1000} s, ${attempt} ` +
+          `attempt${attempt === 1 ? '' : 's'}): ${reason}`,
+      );
+    }
+    if (performance.now() - lastLog >= LOG_INTERVAL_MS) {
+      lastLog = performance.now();
+      options.onAttempt?.({ attempt, reason, nextInMs: Math.round(nextInMs), waitedMs: Math.round(waitedMs) });
+    }
+    await new Promise((resolve) => setTimeout(resolve, nextInMs));
+  }
+}
+
+/** One `Ping`, given up (and its statement cancelled or dropped) after `ms`. */
+async function ping(db: Database, ms: number): Promise<void> {
+  const scope = new RequestScope();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      scope.abandon();
+      const within = ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
+      const what = 'the connection may be held by a pooler waiting for its server, or the peer is not PostgreSQL';
+      reject(Object.assign(new Error(`no answer within ${within} (${what})`), { code: 'CONNECT_TIMEOUT' }));
+    }, ms);
+  });
+  try {
+    await Promise.race([db.handle(scope).one('Ping'), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The failure in a few words: its code and message, as the driver or PostgreSQL gave them. */
+function reasonOf(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  return typeof code === 'string' && !text.includes(code) ? `${code}: ${text}` : text;
+}
