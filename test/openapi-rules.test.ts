@@ -271,16 +271,21 @@ describe('what a request may send: bounded', () => {
       Object.entries(item as Json).map(([method, op]) => ({ where: `${method} ${path}`, op })),
     );
 
-  it('gives every string parameter a maxLength (path, query and header)', () => {
+  it('bounds every string parameter by a maxLength or an enum, never both (path, query and header)', () => {
     const unbounded: string[] = [];
+    const both: string[] = [];
     for (const { where, op } of operations()) {
       for (const given of op.parameters as Json[]) {
         const parameter = resolved(given);
-        if (parameter.schema.type === 'string' && typeof parameter.schema.maxLength !== 'number')
+        const { type, maxLength, enum: values } = parameter.schema;
+        if (type === 'string' && typeof maxLength !== 'number' && !Array.isArray(values))
           unbounded.push(`${where} ${parameter.in} ${parameter.name}`);
+        // orval's zod output cannot apply a length to an enum (it crashed on load, "zod.max is not a function").
+        if (Array.isArray(values) && maxLength !== undefined) both.push(`${where} ${parameter.in} ${parameter.name}`);
       }
     }
     assert.deepEqual(unbounded, []);
+    assert.deepEqual(both, []);
     const names = new Set(operations().flatMap(({ op }) => (op.parameters as Json[]).map((p) => resolved(p).name)));
     for (const name of [
       'If-None-Match',
@@ -347,5 +352,37 @@ describe("the pages' own fields and the content codings", () => {
     assert.match(headers['Content-Encoding'].description, /1 KiB/);
     assert.match(headers['ETag.required'].description, /-gzip or -br/);
     assert.match(headers['Vary.required'].description, /Accept-Encoding/);
+  });
+});
+
+describe('a document every client generator loads (orval, openapi-zod-client)', () => {
+  /** Every schema object of the document, with where it is. */
+  function* schemasOf(value: unknown, where: string): Generator<{ where: string; schema: Json }> {
+    if (Array.isArray(value)) {
+      for (const [i, member] of value.entries()) yield* schemasOf(member, `${where}/${i}`);
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    yield { where, schema: value as Json };
+    for (const [key, member] of Object.entries(value)) yield* schemasOf(member, `${where}/${key}`);
+  }
+
+  it('gives every const its type', () => {
+    const untyped = [...schemasOf(document, '')]
+      .filter(({ schema }) => 'const' in schema && schema.type !== typeof schema.const)
+      .map(({ where }) => where);
+    assert.deepEqual(untyped, []);
+    assert.deepEqual(document.components.schemas.Health.properties.status, { type: 'string', const: 'ok' });
+  });
+
+  it('writes patterns without needless escapes (no \\/)', () => {
+    const patterns = [...schemasOf(document, '')].filter(({ schema }) => typeof schema.pattern === 'string');
+    assert.deepEqual(
+      patterns.filter(({ schema }) => schema.pattern.includes('\\/')).map(({ where }) => where),
+      [],
+    );
+    assert.equal(document.components.schemas.Problem.properties.type.pattern, '^/problems/[a-z-]+$');
+    // The same language: each still compiles, as a unicode expression too.
+    for (const { schema } of patterns) new RegExp(schema.pattern, 'u');
   });
 });

@@ -41,9 +41,12 @@ export function documented<T>(keywords: Readonly<Record<string, unknown>>) {
   return v.metadata<T, Readonly<Record<string, unknown>>>(keywords);
 }
 
-/** A string that is one of `values`, as a JSON Schema, with the length of the longest: a request string's bound. */
+/**
+ * A string that is one of `values`, as a JSON Schema. The `enum` bounds it: no `maxLength` beside it (orval's zod
+ * output cannot apply one to an enum).
+ */
 export function stringEnum(values: readonly string[]) {
-  return { type: 'string', enum: [...values], maxLength: Math.max(...values.map((value) => value.length)) } as const;
+  return { type: 'string', enum: [...values] } as const;
 }
 
 export const Timestamp = v.pipe(

@@ -92,11 +92,13 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
     const item = paths[path] as Json;
     item.options = optionsOperation(route, version, item.patch !== undefined, components);
   }
-  const schemas = toJsonSchemaDefs(namedSchemas(routes), {
-    target: 'draft-2020-12',
-    errorMode: 'ignore',
-    overrideRef: (context) => `#/components/schemas/${context.referenceId}`,
-  });
+  const schemas = forGenerators(
+    toJsonSchemaDefs(namedSchemas(routes), {
+      target: 'draft-2020-12',
+      errorMode: 'ignore',
+      overrideRef: (context) => `#/components/schemas/${context.referenceId}`,
+    }),
+  );
   const { responses, parameters, headers } = components.sections();
   return {
     openapi: '3.1.0',
@@ -144,4 +146,21 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
       },
     },
   };
+}
+
+/**
+ * The schemas as client generators read them (orval, openapi-zod-client): a `const` with its `type` (without one
+ * they make an untyped value), a `pattern` without the `\/` that `RegExp.prototype.source` writes for a slash
+ * (the same pattern; some generators copy it into a regular expression literal and break it).
+ */
+function forGenerators<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(forGenerators) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    out[key] = key === 'pattern' && typeof member === 'string' ? member.replaceAll('\\/', '/') : forGenerators(member);
+  }
+  if ('const' in out && out.type === undefined && ['string', 'number', 'boolean'].includes(typeof out.const))
+    return { type: typeof out.const, ...out } as T;
+  return out as T;
 }

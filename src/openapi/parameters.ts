@@ -1,8 +1,9 @@
 /**
  * The parameters of an operation: its path's, its collection's query, and
  * the request fields it reads. Those every route of a kind shares are
- * written once, in `components.parameters`. Every string has a `maxLength`:
- * the service's own limit, or, where it has none, the request's (below).
+ * written once, in `components.parameters`. Every string has a `maxLength`
+ * (the service's own limit, or, where it has none, the request's, below) or
+ * an `enum`, which bounds it.
  */
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_DEPTH, MAX_PAGE_SIZE, maxPage } from '../http/list-query.ts';
 import { MAX_CURSOR_LENGTH } from '../http/cursor.ts';
@@ -104,9 +105,10 @@ export function openApiPath(pattern: string): string {
   return pattern.replace(/\{([a-zA-Z]+)(?::int)?\}/g, '{$1}');
 }
 
-/** A string without a `maxLength` is a mistake at start-up: every request string is bounded. */
+/** A string without a `maxLength` or an `enum` is a mistake at start-up: every request string is bounded. */
 function bounded(where: string, name: string, documented: ParameterDoc): ParameterDoc {
-  if (documented.schema.type === 'string' && typeof documented.schema.maxLength !== 'number')
+  const { type, maxLength, enum: values } = documented.schema;
+  if (type === 'string' && typeof maxLength !== 'number' && !Array.isArray(values))
     throw new OpenApiError(`${where}: the string parameter ${name} has no maxLength`);
   return documented;
 }
