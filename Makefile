@@ -56,8 +56,9 @@ $(BIOME_PACKAGE): tools/biome/package.json tools/biome/package-lock.json
 	npm ci --no-audit --no-fund --prefix tools/biome
 	@touch $@
 
-# The generators of two tests, run as a new integrator would run them
-# (test/generated-client.test.ts, test/contract-tests.test.ts), each installed
+# The generators of three tests, run as a new integrator would run them
+# (test/generated-client.test.ts, test/contract-tests.test.ts,
+# test/generated-zod.test.ts: orval and openapi-zod-client), each installed
 # like Biome from its own lockfile into an ignored folder: openapi-typescript
 # with the TypeScript 5 it builds its output with (TypeScript 7 has no compiler
 # API to lend it), and Portman with the newman it runs.
@@ -69,6 +70,16 @@ $(OPENAPI_TYPESCRIPT): tools/openapi-typescript/package.json tools/openapi-types
 PORTMAN := tools/portman/node_modules/.package-lock.json
 $(PORTMAN): tools/portman/package.json tools/portman/package-lock.json
 	npm ci --no-audit --no-fund --prefix tools/portman
+	@touch $@
+
+ORVAL := tools/orval/node_modules/.package-lock.json
+$(ORVAL): tools/orval/package.json tools/orval/package-lock.json
+	npm ci --no-audit --no-fund --prefix tools/orval
+	@touch $@
+
+OPENAPI_ZOD_CLIENT := tools/openapi-zod-client/node_modules/.package-lock.json
+$(OPENAPI_ZOD_CLIENT): tools/openapi-zod-client/package.json tools/openapi-zod-client/package-lock.json
+	npm ci --no-audit --no-fund --prefix tools/openapi-zod-client
 	@touch $@
 
 lint: $(BIOME_PACKAGE)
@@ -83,7 +94,7 @@ format: $(BIOME_PACKAGE)
 # The suite runs the built program and the single executable too: build first. The
 # slowest file (the generated contract tests) takes about 20 s alone; a test that waits
 # for ever fails after 2 minutes instead of holding the run.
-test: lint typecheck build $(OPENAPI_TYPESCRIPT) $(PORTMAN)
+test: lint typecheck build $(OPENAPI_TYPESCRIPT) $(PORTMAN) $(ORVAL) $(OPENAPI_ZOD_CLIENT)
 	node_modules/.bin/c8 node --import tsx --test --test-concurrency=2 --test-timeout=120000 $(REPORTERS) $(TESTS)
 
 clean:

@@ -50,7 +50,10 @@ describe('database faults under concurrent keyed writes', { skip }, () => {
     // Fewer connections than clients, as under load: requests also wait for a connection.
     t = await startTestServer(
       {
-        DATABASE_URL: `postgres://${target.user}@127.0.0.1:${proxy.port}/${target.database}`,
+        DATABASE_URL: Object.assign(new URL(database.url), {
+          hostname: '127.0.0.1',
+          port: String(proxy.port),
+        }).toString(),
         DB_POOL_MAX: '4',
         WEBHOOK_ALLOW_PRIVATE: '1',
       },

@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import util from 'node:util';
 import { EVENT_TYPES } from '../src/events/outbox.ts';
 import { buildOpenApi } from '../src/openapi/document.ts';
 import { routes } from '../src/service/routes.ts';
@@ -367,12 +368,19 @@ describe('a document every client generator loads (orval, openapi-zod-client)', 
     for (const [key, member] of Object.entries(value)) yield* schemasOf(member, `${where}/${key}`);
   }
 
-  it('gives every const its type', () => {
+  it('gives every const its type, and its value as a one-value enum', () => {
     const untyped = [...schemasOf(document, '')]
-      .filter(({ schema }) => 'const' in schema && schema.type !== typeof schema.const)
+      .filter(({ schema }) => 'const' in schema)
+      .filter(
+        ({ schema }) => schema.type !== typeof schema.const || !util.isDeepStrictEqual(schema.enum, [schema.const]),
+      )
       .map(({ where }) => where);
     assert.deepEqual(untyped, []);
-    assert.deepEqual(document.components.schemas.Health.properties.status, { type: 'string', const: 'ok' });
+    assert.deepEqual(document.components.schemas.Health.properties.status, {
+      type: 'string',
+      const: 'ok',
+      enum: ['ok'],
+    });
   });
 
   it('writes patterns without needless escapes (no \\/)', () => {

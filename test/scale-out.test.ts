@@ -218,6 +218,12 @@ describe('HAProxy → two processes → PgBouncer (transaction mode) → Postgre
     assert.equal(row?.n, 120);
     // Both processes served: round robin.
     for (const service of top.services) assert.match(service.stdout(), /"method":"POST","path":"\/v1\/orders"/);
+    // HAProxy's request log (option httplog), a line per request: the backend that served it, status and request.
+    for (const name of ['orders1', 'orders2'])
+      assert.match(
+        top.balancer.log(),
+        new RegExp(` orders orders/${name} [\\d/+-]+ 201 \\d+ .* "POST /v1/orders HTTP/1.1"`),
+      );
   });
 
   it('a revoked token stops working in every process within 2 s', async () => {

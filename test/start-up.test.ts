@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCli } from '../src/cli.ts';
 import { startProxy } from './support/proxy.ts';
-import { PGBOUNCER_MISSING, startPgBouncer } from './support/pgbouncer.ts';
+import { PASSWORD, PGBOUNCER_MISSING, startPgBouncer, USER } from './support/pgbouncer.ts';
 import { spawnService, startService } from './support/process.ts';
 import { freePort } from './support/tools.ts';
 
@@ -219,7 +219,7 @@ describe('a database that does not answer at start (DATABASE_WAIT)', () => {
     try {
       const started = performance.now();
       const run = await exited({
-        DATABASE_URL: `postgres://postgres@127.0.0.1:${proxy.port}/orders`,
+        DATABASE_URL: `postgres://${USER}:${PASSWORD}@127.0.0.1:${proxy.port}/orders`,
         DB_PREPARE: 'off',
         DATABASE_WAIT: '6',
         LOG_LEVEL: 'warn',
@@ -241,6 +241,22 @@ describe('a database that does not answer at start (DATABASE_WAIT)', () => {
       assert.ok(proxy.accepted <= 4, `${proxy.accepted} logins to PgBouncer in ${seconds.toFixed(1)} s`);
     } finally {
       await proxy.close();
+      await pgbouncer.stop();
+    }
+  });
+});
+
+describe('a login refused at start', { skip: PGBOUNCER_MISSING }, () => {
+  it('(a wrong password through PgBouncer: 08P01 "SASL authentication failed") is exit 1 at once', async () => {
+    const pgbouncer = await startPgBouncer({ host: '127.0.0.1', port: await freePort() });
+    try {
+      const url = new URL(pgbouncer.url('postgres://postgres@127.0.0.1/orders'));
+      url.password = 'not-the-password';
+      const run = await exited({ DATABASE_URL: url.toString(), DB_PREPARE: 'off', LOG_LEVEL: 'warn' });
+      assert.equal(run.code, 1);
+      assert.equal(run.stderr, 'orders: cannot start: SASL authentication failed\n');
+      assert.deepEqual(logged(run.stdout, 'database not answering; waiting (DATABASE_WAIT)'), []);
+    } finally {
       await pgbouncer.stop();
     }
   });

@@ -50,7 +50,7 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
       await ping(db, options.waitMs === 0 ? ATTEMPT_MS : Math.max(MIN_ATTEMPT_MS, Math.min(ATTEMPT_MS, left)));
       return;
     } catch (error) {
-      if (!isDatabaseUnavailable(error) || poolerHint(error) !== undefined) throw error;
+      if (!isDatabaseUnavailable(error) || poolerHint(error) !== undefined || refusedLogin(error)) throw error;
       failure = error;
     }
     const waitedMs = performance.now() - start;
@@ -89,6 +89,15 @@ async function ping(db: Database, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A login refused for its credentials, which waiting does not mend: PostgreSQL says 28P01 or 28000, PgBouncer
+ * 08P01 with "SASL authentication failed" or "password authentication failed".
+ */
+function refusedLogin(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === '28P01' || code === '28000' || (typeof message === 'string' && /authentication failed/.test(message));
 }
 
 /** The failure in a few words: its code and message, as the driver or PostgreSQL gave them. */

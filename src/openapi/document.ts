@@ -150,8 +150,10 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
 
 /**
  * The schemas as client generators read them (orval, openapi-zod-client): a `const` with its `type` (without one
- * they make an untyped value), a `pattern` without the `\/` that `RegExp.prototype.source` writes for a slash
- * (the same pattern; some generators copy it into a regular expression literal and break it).
+ * they make an untyped value) and its one-value `enum` (openapi-zod-client reads no `const`, so an event's
+ * discriminating `type` was any string and its union failed to load), a `pattern` without the `\/` that
+ * `RegExp.prototype.source` writes for a slash (the same pattern; openapi-zod-client copied it into a regular
+ * expression literal and broke it).
  */
 function forGenerators<T>(value: T): T {
   if (Array.isArray(value)) return value.map(forGenerators) as T;
@@ -160,7 +162,7 @@ function forGenerators<T>(value: T): T {
   for (const [key, member] of Object.entries(value)) {
     out[key] = key === 'pattern' && typeof member === 'string' ? member.replaceAll('\\/', '/') : forGenerators(member);
   }
-  if ('const' in out && out.type === undefined && ['string', 'number', 'boolean'].includes(typeof out.const))
-    return { type: typeof out.const, ...out } as T;
+  if ('const' in out && ['string', 'number', 'boolean'].includes(typeof out.const))
+    return { type: typeof out.const, ...out, enum: [out.const] } as T;
   return out as T;
 }

@@ -27,6 +27,8 @@ export interface Haproxy {
   readonly url: string;
   /** Each backend's state as HAProxy sees it now: `UP`, `DOWN`, `UP 1/2`… by server name (orders1, orders2). */
   states(): Promise<Record<string, string>>;
+  /** What it printed: its request log (`option httplog`) among it. */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ export async function startHaproxy(backends: readonly string[]): Promise<Haproxy
       }
       return states;
     },
+    log: () => output,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -2,11 +2,12 @@
  * A private PgBouncer (Debian's 1.18) in transaction pooling mode, on a free
  * loopback port in front of the real PostgreSQL server, started with the
  * configuration docs/operations.md gives (test/fixtures/pgbouncer.ini.template,
- * its addresses and authentication replaced). A test can restart it on the
+ * its addresses replaced; SCRAM authentication as printed). A test can restart it on the
  * same port, as an operator's restart would.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,23 @@ export const PGBOUNCER_TEMPLATE = readFileSync(new URL('../fixtures/pgbouncer.in
 export const PGBOUNCER = findProgram(['pgbouncer', '/usr/sbin/pgbouncer'], ['--version']);
 export const PGBOUNCER_MISSING =
   PGBOUNCER === undefined && 'pgbouncer is not installed (Debian: apt-get install pgbouncer); CI installs it';
+
+/** The role a client logs in to PgBouncer as, and its password (auth_file holds its SCRAM secret). */
+export const USER = 'postgres';
+export const PASSWORD = 'orders-pgbouncer-test';
+
+/**
+ * The SCRAM-SHA-256 secret of `password` as PostgreSQL stores it in `pg_authid.rolpassword` and PgBouncer reads it
+ * from `auth_file` (RFC 5802, RFC 7677): `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`.
+ */
+export function scramSecret(password: string, salt = randomBytes(16), iterations = 4096): string {
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  const [salt64, stored64, server64] = [salt, storedKey, serverKey].map((bytes) => bytes.toString('base64'));
+  return `SCRAM-SHA-256$${iterations}:${salt64}$${stored64}:${server64}`;
+}
 
 export interface PgBouncer {
   readonly port: number;
@@ -47,14 +65,14 @@ export async function startPgBouncer(
   };
   let ini = replace(PGBOUNCER_TEMPLATE, '* = host=127.0.0.1 port=5432', `* = host=${server.host} port=${server.port}`);
   ini = replace(ini, 'listen_port = 6432', `listen_port = ${port}`);
-  // The test server trusts loopback; PgBouncer still needs to know the user.
-  ini = replace(ini, 'auth_type = scram-sha-256', 'auth_type = trust');
+  // The printed authentication: SCRAM against the secret of auth_file. The test server trusts loopback, so
+  // PgBouncer's own login to it needs no password; a client must give PASSWORD.
   ini = replace(ini, '/etc/pgbouncer/userlist.txt', join(dir, 'userlist.txt'));
   ini = replace(ini, 'default_pool_size = 20', `default_pool_size = ${poolSize}`);
   ini += 'unix_socket_dir =\n';
   if (ignoreStartupParameters !== undefined) ini += `ignore_startup_parameters = ${ignoreStartupParameters}\n`;
   writeFileSync(join(dir, 'pgbouncer.ini'), ini);
-  writeFileSync(join(dir, 'userlist.txt'), '"postgres" ""\n');
+  writeFileSync(join(dir, 'userlist.txt'), `"${USER}" "${scramSecret(PASSWORD)}"\n`);
   // PgBouncer refuses to run as root: as root, it switches to the postgres user, who must read these.
   chmodSync(dir, 0o755);
   const asRoot = process.getuid?.() === 0;
@@ -88,6 +106,8 @@ export async function startPgBouncer(
       const url = new URL(serverUrl);
       url.hostname = '127.0.0.1';
       url.port = String(port);
+      url.username = USER;
+      url.password = PASSWORD;
       return url.toString();
     },
     async restart() {

@@ -122,11 +122,11 @@ export interface DatabaseProxy {
 export async function proxyToDatabase(database: TestDatabase, maxConnections: number): Promise<DatabaseProxy> {
   if (database.target) {
     const proxy = await startProxy({ host: database.target.host, port: database.target.port });
-    return {
-      proxy,
-      url: `postgres://${database.target.user}@127.0.0.1:${proxy.port}/${database.target.database}`,
-      close: () => proxy.close(),
-    };
+    // The run's URL with the proxy's address: its user and password (through PgBouncer, SCRAM) kept.
+    const url = new URL(database.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    return { proxy, url: url.toString(), close: () => proxy.close() };
   }
   const embedded = await openEmbedded(undefined, maxConnections);
   const proxy = await startProxy({ path: embedded.socketPath });
