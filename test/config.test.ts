@@ -12,6 +12,7 @@ describe('loadConfig()', () => {
       databaseUrl: undefined,
       dataDir: './data',
       dbPoolMax: 10,
+      databaseWaitMs: 30_000,
       maxBodyBytes: 1_048_576,
       bodyBudgetBytes: 64 * 1_048_576,
       maxConnections: 768,
@@ -36,6 +37,7 @@ describe('loadConfig()', () => {
       DATABASE_URL: 'postgres://u@db:5432/orders',
       DATA_DIR: '/var/lib/orders',
       DB_POOL_MAX: '4',
+      DATABASE_WAIT: '0',
       MAX_BODY_BYTES: '2048',
       RATE_LIMIT: '100/10',
       CACHE_MAX_AGE: '0',
@@ -48,6 +50,7 @@ describe('loadConfig()', () => {
     assert.equal(config.databaseUrl, 'postgres://u@db:5432/orders');
     assert.equal(config.dataDir, '/var/lib/orders');
     assert.equal(config.dbPoolMax, 4);
+    assert.equal(config.databaseWaitMs, 0);
     assert.equal(config.maxBodyBytes, 2048);
     assert.deepEqual(config.rateLimit, { limit: 100, windowSeconds: 10 });
     assert.equal(config.cacheMaxAge, 0);
@@ -72,6 +75,7 @@ describe('loadConfig()', () => {
     [{ PORT: '65536' }, 'PORT must be an integer from 0 to 65535, got "65536"'],
     [{ PORT: '-1' }, 'PORT must be an integer from 0 to 65535, got "-1"'],
     [{ DB_POOL_MAX: '0' }, 'DB_POOL_MAX must be an integer from 1 to 1000, got "0"'],
+    [{ DATABASE_WAIT: '30s' }, 'DATABASE_WAIT must be an integer from 0 to 3600, got "30s"'],
     [{ MAX_BODY_BYTES: '1.5' }, 'MAX_BODY_BYTES must be an integer from 1 to 1073741824, got "1.5"'],
     [{ CACHE_MAX_AGE: '1e3' }, 'CACHE_MAX_AGE must be an integer from 0 to 31536000, got "1e3"'],
     [{ RATE_LIMIT: '600' }, 'RATE_LIMIT must be <requests>/<window seconds> (e.g. 600/60) or off, got "600"'],

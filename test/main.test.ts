@@ -49,6 +49,22 @@ describe('the service process', {
     );
   });
 
+  it("takes the document's example order as it is with either demo token (Swagger UI's Try it out)", async () => {
+    const document = await (await fetch(`${first.url}/openapi.json`)).json();
+    const example = document.paths['/v2/orders'].post.requestBody.content['application/json'].example;
+    assert.deepEqual(example, { customerId: 2, items: [{ productId: 1, qty: 2 }] });
+    const customer = /customer: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr())?.[1] as string;
+    for (const token of [adminToken, customer]) {
+      const response = await fetch(`${first.url}/v2/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(example),
+      });
+      assert.equal(response.status, 201, await response.clone().text());
+      assert.equal(((await response.json()) as { customerId: number }).customerId, 2);
+    }
+  });
+
   it('serves the catalog without a token', async () => {
     const response = await fetch(`${first.url}/v1/products`);
     assert.equal(response.status, 200);

@@ -68,7 +68,7 @@ describe('GET /', () => {
     assert.equal(response.headers.get('cache-control'), 'public, max-age=60');
     assert.match(response.headers.get('etag') ?? '', STRONG_TAG);
     assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
-    assert.equal(response.headers.get('vary'), 'Accept-Encoding');
+    assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding');
     assert.deepEqual(await response.json(), {
       name: 'Orders service',
       links: {
@@ -95,6 +95,38 @@ describe('GET /', () => {
       assert.equal(response.status, 200, name);
       assert.equal(response.headers.get('content-type')?.split(';')[0], link.type, name);
     }
+  });
+
+  it('answers a browser (Accept prefers text/html) an HTML page of the same links, JSON to any type', async () => {
+    const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
+    const page = await get('/', { accept: browser });
+    assert.equal(page.status, 200);
+    assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.equal(page.headers.get('vary'), 'Accept, Accept-Encoding');
+    assert.equal(page.headers.get('cache-control'), 'public, max-age=60');
+    assert.match(page.headers.get('content-security-policy') ?? '', /^default-src 'none'; style-src 'sha256-/);
+    const text = await page.text();
+    assert.match(text, /^<!DOCTYPE html>\n/);
+    const links = [...text.matchAll(/<a href="([^"]+)">/g)].map((match) => match[1]);
+    assert.deepEqual(links, ['/docs', '/openapi.json', '/v2/products', '/healthz']);
+    const json = await get('/', { accept: '*/*' });
+    assert.equal(json.headers.get('content-type'), 'application/json');
+    assert.notEqual(json.headers.get('etag'), page.headers.get('etag'));
+    // Each representation revalidates with its own tag.
+    const etag = page.headers.get('etag') as string;
+    const unchanged = await get('/', { accept: browser, 'if-none-match': etag });
+    assert.equal(unchanged.status, 304);
+    assert.equal(unchanged.headers.get('etag'), etag);
+  });
+
+  it('answers 406 when Accept allows neither JSON nor HTML', async () => {
+    const refused = await get('/', { accept: 'image/png' });
+    const body = await assertProblem(refused, 406, 'not-acceptable');
+    assert.equal(refused.headers.get('vary'), 'Accept, Accept-Encoding');
+    assert.equal(
+      body.detail,
+      'Nothing in Accept can be produced here; the index is available as application/json, text/html.',
+    );
   });
 
   it('answers 304 to If-None-Match with its tag, and HEAD with the same fields and no body', async () => {

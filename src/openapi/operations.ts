@@ -141,7 +141,8 @@ export function operation(
       ...(version === undefined ? [] : [VENDOR_TYPES[version]]),
       ...(route.method === 'PATCH' ? ['application/merge-patch+json'] : []),
     ];
-    op.requestBody = { required: true, content: Object.fromEntries(types.map((t) => [t, { schema }])) };
+    const example = doc.bodyExample === undefined ? {} : { example: doc.bodyExample };
+    op.requestBody = { required: true, content: Object.fromEntries(types.map((t) => [t, { schema, ...example }])) };
   }
   return op;
 }

@@ -45,6 +45,8 @@ export interface RouteDoc {
   readonly params?: Readonly<Record<string, ParameterDoc>>;
   /** The request body (JSON). */
   readonly body?: VersionedSchema;
+  /** A request body that works for the demo tokens as it is: what Swagger UI's "Try it out" sends. */
+  readonly bodyExample?: unknown;
   /** A collection's query rules: page, pageSize, sort and the filters, each filter documented in `query`. */
   readonly list?: ListSpec<string, Record<string, unknown>>;
   /** Query parameters (the filters of `list`), as JSON Schemas. */

@@ -56,6 +56,8 @@ export const orderRoutes: readonly RouteSpec[] = [
         'the catalog.',
       success: { status: 201, schema: ORDER },
       body: CREATE_ORDER,
+      // The demo customer's id in a new embedded database: the example works with either demo token as it is.
+      bodyExample: { customerId: 2, items: [{ productId: 1, qty: 2 }] },
       problems: [[422, 'validation']],
     },
   },

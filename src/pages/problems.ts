@@ -64,7 +64,8 @@ export function problemPage(slug: ProblemSlug): ProblemPage {
   };
 }
 
-const STYLE =
+/** The style of the service's HTML pages (this one and the index at `/`), allowed by its hash in their CSP. */
+export const STYLE =
   'body{font:1rem/1.5 system-ui,sans-serif;max-width:42rem;margin:0 auto;padding:1rem;color-scheme:light dark}' +
   'code{font-family:ui-monospace,monospace;font-size:.9em;' +
   'background:rgba(127,127,127,.15);padding:0 .2em;border-radius:.2em}' +
@@ -74,7 +75,7 @@ export const PROBLEM_PAGE_CSP =
   `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; base-uri 'none'; ` +
   `form-action 'none'; frame-ancestors 'none'`;
 
-const escapeHtml = (text: string): string =>
+export const escapeHtml = (text: string): string =>
   text.replace(
     /[&<>"']/g,
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
