@@ -18,6 +18,7 @@ import { migrate, MigrationError } from './db/migrate.ts';
 import { EnvFileError } from './config/env-file.ts';
 import { loadEnvSettings } from './config/settings.ts';
 import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
+import { firstPeer } from './db/peer.ts';
 import { UserExistsError } from './users/user-store.ts';
 import { CommandError, UsageError, type Io } from './cli/commands.ts';
 import { parseCommandLine } from './cli/command-line.ts';
@@ -56,8 +57,10 @@ export async function runCli(
       poolMax: 2,
       prepare: config.dbPrepare,
     });
+    const peer = firstPeer(config.databaseUrl);
     await waitForDatabase(db, {
       waitMs: config.databaseWaitMs,
+      ...(peer === undefined ? {} : { peer }),
       onAttempt: ({ attempt, reason, nextInMs }) =>
         io.err(`orders: the database does not answer (attempt ${attempt}: ${reason}); next in ${nextInMs} ms\n`),
     });

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -191,6 +192,26 @@ describe('a database that does not answer at start (DATABASE_WAIT)', () => {
     );
   });
 
+  it('names a peer that is not PostgreSQL (an HTTP server at DATABASE_URL) by what it answered', async () => {
+    const http = createHttpServer((_, response) => response.end('hello'));
+    http.listen(0, '127.0.0.1');
+    await once(http, 'listening');
+    try {
+      const { port } = http.address() as { port: number };
+      const run = await exited({ DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/orders`, DATABASE_WAIT: '1' });
+      assert.equal(run.code, 1);
+      assert.match(
+        run.stderr,
+        new RegExp(
+          '^orders: cannot start: the database did not answer within DATABASE_WAIT \\(1 s, \\d+ attempts?\\): ' +
+            `.*; 127\\.0\\.0\\.1:${port} is not PostgreSQL: it answered "HTTP/1\\.1 400 Bad Request.*"\\n$`,
+        ),
+      );
+    } finally {
+      http.close();
+    }
+  });
+
   it("is the command-line tool's wait too", async () => {
     const dead = await freePort();
     let err = '';
@@ -229,7 +250,11 @@ describe('a database that does not answer at start (DATABASE_WAIT)', () => {
       // PgBouncer holds each login while it retries its server: an attempt ends at its 5 s bound.
       assert.match(
         run.stderr,
-        /^orders: cannot start: the database did not answer within DATABASE_WAIT \(6 s, 2 attempts\): .+\n$/,
+        new RegExp(
+          '^orders: cannot start: the database did not answer within DATABASE_WAIT \\(6 s, 2 attempts\\): ' +
+            `CONNECT_TIMEOUT: no answer within .*; 127\\.0\\.0\\.1:${proxy.port} speaks PostgreSQL but did ` +
+            'not let the login finish \\(a pooler waiting for its server\\?\\)\\n$',
+        ),
       );
       const attempts = logged(run.stdout, 'database not answering; waiting (DATABASE_WAIT)');
       assert.deepEqual(

@@ -13,6 +13,7 @@
 import type { Database } from './database.ts';
 import { DATABASE_UNREACHABLE, isDatabaseUnavailable, poolerHint } from './errors.ts';
 import { RequestScope } from './scope.ts';
+import { identifyPeer, type Peer } from './peer.ts';
 
 /** The first wait between attempts, doubled after each to `MAX_DELAY_MS`. */
 export const FIRST_DELAY_MS = 250;
@@ -21,6 +22,10 @@ export const MAX_DELAY_MS = 5_000;
 export const ATTEMPT_MS = 5_000;
 /** The least time an attempt is given (one that cannot have it within the wait is not made). */
 export const MIN_ATTEMPT_MS = 250;
+/** How long the peer is given to answer an SSLRequest (`peer.ts`). */
+export const PEER_PROBE_MS = 500;
+// Failures that mean no peer answered at all: nothing to ask.
+const NO_PEER = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOENT']);
 /** At most one log line per this. */
 export const LOG_INTERVAL_MS = 1_000;
 
@@ -32,6 +37,8 @@ export class DatabaseWaitError extends Error {
 export interface WaitOptions {
   /** `DATABASE_WAIT` in milliseconds. */
   readonly waitMs: number;
+  /** `DATABASE_URL`'s first host: asked once what it is, when an attempt fails without a refusal (`peer.ts`). */
+  readonly peer?: Peer;
   /** Said for each failed attempt, at most once a `LOG_INTERVAL_MS`. */
   readonly onAttempt?: (fields: { attempt: number; reason: string; nextInMs: number; waitedMs: number }) => void;
 }
@@ -42,6 +49,7 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
   let lastLog = -Infinity;
   // Once the circuit is open, attempts are refused without reaching out: the reason is the last real failure's.
   let reason = '';
+  let peerIs: string | undefined;
   for (let attempt = 1; ; attempt++) {
     const left = options.waitMs - (performance.now() - start);
     let failure: unknown;
@@ -53,8 +61,13 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
       if (!isDatabaseUnavailable(error) || poolerHint(error) !== undefined || refusedLogin(error)) throw error;
       failure = error;
     }
+    const code = (failure as { code?: unknown }).code;
+    // Something accepted the connection but no PostgreSQL login came of it: what is it? Once, within the wait.
+    if (peerIs === undefined && options.peer !== undefined && typeof code === 'string' && !NO_PEER.has(code))
+      peerIs = await identifyPeer(options.peer, PEER_PROBE_MS);
     const waitedMs = performance.now() - start;
-    if ((failure as { code?: unknown }).code !== DATABASE_UNREACHABLE || reason === '') reason = reasonOf(failure);
+    if (code !== DATABASE_UNREACHABLE || reason === '')
+      reason = reasonOf(failure) + (peerIs === undefined || NO_PEER.has(String(code)) ? '' : `; ${peerIs}`);
     // The last wait is shortened to leave a last attempt its `MIN_ATTEMPT_MS` within the wait; no room for it: done.
     const room = options.waitMs - waitedMs - MIN_ATTEMPT_MS;
     const nextInMs = Math.min(FIRST_DELAY_MS * 2 ** (attempt - 1), MAX_DELAY_MS, room);
@@ -80,8 +93,7 @@ async function ping(db: Database, ms: number): Promise<void> {
     timer = setTimeout(() => {
       scope.abandon();
       const within = ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
-      const what = 'the connection may be held by a pooler waiting for its server, or the peer is not PostgreSQL';
-      reject(Object.assign(new Error(`no answer within ${within} (${what})`), { code: 'CONNECT_TIMEOUT' }));
+      reject(Object.assign(new Error(`no answer within ${within}`), { code: 'CONNECT_TIMEOUT' }));
     }, ms);
   });
   try {

@@ -13,6 +13,7 @@ import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { waitForDatabase } from '../db/wait.ts';
+import { firstPeer } from '../db/peer.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
 import { createListener, listenError } from './listener.ts';
@@ -79,11 +80,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const metrics = createHttpMetrics();
   let tokens: DemoTokens | undefined;
   try {
-    await waitForDatabase(db, {
-      waitMs: config.databaseWaitMs,
-      onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
-    });
-    tokens = await prepareDatabase(db, log);
+    tokens = await prepareDatabase(db, config, log);
     const cursorKey = await serviceKey(db, 'cursor');
     sharedLimits = await openLimits(config, log, options.hooks);
     reads = await openReads(config, db, log, options.hooks);
@@ -146,8 +143,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 }
 
-/** Applies the pending migrations; a new embedded database also gets the demo data and tokens, returned. */
-async function prepareDatabase(db: Database, log: Logger): Promise<DemoTokens | undefined> {
+/**
+ * Waits for the database (`DATABASE_WAIT`), applies the pending migrations; a new embedded database also gets the
+ * demo data and tokens, returned.
+ */
+async function prepareDatabase(db: Database, config: Config, log: Logger): Promise<DemoTokens | undefined> {
+  const peer = firstPeer(config.databaseUrl);
+  await waitForDatabase(db, {
+    waitMs: config.databaseWaitMs,
+    ...(peer === undefined ? {} : { peer }),
+    onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
+  });
   const applied = await migrate(db);
   if (applied.length > 0) log.info('migrations applied', { migrations: applied });
   if (!db.created) return undefined;
