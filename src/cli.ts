@@ -16,7 +16,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { EmbeddedDatabaseError, poolerHint } from './db/errors.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
 import { EnvFileError } from './config/env-file.ts';
-import { loadEnvSettings } from './config/settings.ts';
+import { DRIVER_SETTINGS, loadEnvSettings } from './config/settings.ts';
 import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
 import { firstPeer } from './db/peer.ts';
 import { UserExistsError } from './users/user-store.ts';
@@ -49,6 +49,9 @@ export async function runCli(
       const loaded = loadEnvSettings(env, envDir);
       for (const line of loaded.unknown) io.err(`orders: warning: ${line}\n`);
       settings = loaded.env;
+      // The driver reads its PG… variables from the process's environment only, as the server's are.
+      for (const name of DRIVER_SETTINGS)
+        if (process.env[name] === undefined && settings[name] !== undefined) process.env[name] = settings[name];
     }
     const config = loadConfig(settings);
     db = await openDatabase({

@@ -4,9 +4,11 @@ import { type Config, loadConfig } from './config/config.ts';
 import { ConfigError } from './config/values.ts';
 import { ENV_FILE, EnvFileError } from './config/env-file.ts';
 import { loadEnvSettings } from './config/settings.ts';
-import { DatabaseWaitError } from './db/wait.ts';
+import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
+import { firstPeer } from './db/peer.ts';
+import { openDatabase } from './db/database.ts';
 import { checkListen, ListenError } from './service/listener.ts';
-import { createLogger, errorFields } from './base/logger.ts';
+import { createLogger, errorFields, type Logger } from './base/logger.ts';
 import { type RunningServer, startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
 import { EmbeddedDatabaseError, isDatabaseUnavailable, poolerHint } from './db/errors.ts';
@@ -34,6 +36,8 @@ async function main(): Promise<void> {
         workers: config.workers,
         instanceAllows: `up to ${config.workers} × ${config.rateLimit.limit} per ${config.rateLimit.windowSeconds} s`,
       });
+    // The primary waits for the database once (DATABASE_WAIT), so that N workers do not each ask and log.
+    await waitOnce(config, log).catch((error: unknown) => cannotStart(error, fromFile, log));
     runPrimary(config.workers, log, startedAt);
     return;
   }
@@ -51,19 +55,7 @@ async function main(): Promise<void> {
       },
     });
   } catch (error) {
-    // Whatever stops start-up (a changed migration, a database that cannot be
-    // reached, a data directory in use) is one line for the operator, not a stack.
-    const known =
-      error instanceof MigrationError ||
-      error instanceof EmbeddedDatabaseError ||
-      error instanceof DatabaseWaitError ||
-      error instanceof ListenError;
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`orders: cannot start: ${message}${whereSet(message, fromFile)}\n`);
-    const hint = poolerHint(error);
-    if (hint !== undefined) process.stderr.write(`orders: ${hint}\n`);
-    if (!known) log.error('start-up failed', errorFields(error));
-    process.exit(1);
+    cannotStart(error, fromFile, log);
   }
   const stop = (signal: string) => {
     log.info('shutting down', { signal });
@@ -131,6 +123,44 @@ async function checkPort(config: Config, fromFile: ReadonlyMap<string, number>):
     if (!(error instanceof ListenError)) throw error;
     process.stderr.write(`orders: cannot start: ${error.message}${whereSet(error.message, fromFile)}\n`);
     process.exit(1);
+  }
+}
+
+/**
+ * Ends the process (exit 1): whatever stops start-up (a changed migration, a database that cannot be reached, a
+ * data directory in use) is one line for the operator, not a stack.
+ */
+function cannotStart(error: unknown, fromFile: ReadonlyMap<string, number>, log: Logger): never {
+  const known =
+    error instanceof MigrationError ||
+    error instanceof EmbeddedDatabaseError ||
+    error instanceof DatabaseWaitError ||
+    error instanceof ListenError;
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`orders: cannot start: ${message}${whereSet(message, fromFile)}\n`);
+  const hint = poolerHint(error);
+  if (hint !== undefined) process.stderr.write(`orders: ${hint}\n`);
+  if (!known) log.error('start-up failed', errorFields(error));
+  process.exit(1);
+}
+
+/** WORKERS>1: waits for the database (`DATABASE_WAIT`) on one connection of its own, then lets it go. */
+async function waitOnce(config: Config, log: Logger): Promise<void> {
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolMax: 1,
+    prepare: config.dbPrepare,
+  });
+  try {
+    const peer = firstPeer(config.databaseUrl);
+    await waitForDatabase(db, {
+      waitMs: config.databaseWaitMs,
+      ...(peer === undefined ? {} : { peer }),
+      onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
+    });
+  } finally {
+    await db.close(0);
   }
 }
 

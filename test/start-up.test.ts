@@ -212,6 +212,30 @@ describe('a database that does not answer at start (DATABASE_WAIT)', () => {
     }
   });
 
+  it('with WORKERS=2 is waited for once, by the primary: one line per attempt, one line to end', async () => {
+    const dead = await freePort();
+    const run = await exited({
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${dead}/orders`,
+      DATABASE_WAIT: '2',
+      WORKERS: '2',
+      LOG_LEVEL: 'warn',
+    });
+    assert.equal(run.code, 1);
+    assert.match(
+      run.stderr,
+      /^orders: cannot start: the database did not answer within DATABASE_WAIT \(2 s, \d+ attempts\): connect .*\n$/,
+    );
+    // One process waits: its attempts counted once (two workers would each log an attempt 1), within the rate.
+    const attempts = logged(run.stdout, 'database not answering; waiting (DATABASE_WAIT)').map((a) => a.attempt);
+    assert.equal(attempts[0], 1, run.stdout);
+    assert.deepEqual(
+      attempts,
+      [...new Set(attempts)].sort((a, b) => Number(a) - Number(b)),
+      run.stdout,
+    );
+    assert.ok(attempts.length <= 3, run.stdout);
+  });
+
   it("is the command-line tool's wait too", async () => {
     const dead = await freePort();
     let err = '';

@@ -93,14 +93,16 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
       const cached = cache.get(key);
       if (cached !== undefined && cached.until > now()) return cached.principal;
       cache.delete(key);
-      const shared = underWay.get(key);
-      if (shared === undefined) return lead(hash, key, scope);
-      try {
-        return await shared.principal;
-      } catch (error) {
-        // The request that made the lookup gave up and cancelled it: this one, still waiting, makes its own.
-        if (!shared.scope?.abandoned) throw error;
-        return underWay.get(key)?.principal ?? lead(hash, key, scope);
+      for (;;) {
+        const shared = underWay.get(key);
+        if (shared === undefined) return lead(hash, key, scope);
+        try {
+          return await shared.principal;
+        } catch (error) {
+          // The request that made the lookup gave up and cancelled it: this one, still waiting, shares the next
+          // lookup or makes its own.
+          if (!shared.scope?.abandoned) throw error;
+        }
       }
     },
   };

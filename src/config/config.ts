@@ -31,7 +31,7 @@ export interface Config extends ConnectionLimits {
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
   readonly dbPoolMax: number;
-  /** `DATABASE_WAIT`: how long start-up waits for the database to answer (0: not at all), in milliseconds. */
+  /** `DATABASE_WAIT`: how long start-up waits for the database to answer, in milliseconds (0: one attempt). */
   readonly databaseWaitMs: number;
   readonly maxBodyBytes: number;
   /** `BODY_BUDGET_BYTES` (contract §11): what every request body being read or handled at once may hold. */

@@ -24,8 +24,17 @@ export const ATTEMPT_MS = 5_000;
 export const MIN_ATTEMPT_MS = 250;
 /** How long the peer is given to answer an SSLRequest (`peer.ts`). */
 export const PEER_PROBE_MS = 500;
-// Failures that mean no peer answered at all: nothing to ask.
-const NO_PEER = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOENT']);
+// Failures where something took the connection but gave no SQLSTATE: what it is is worth asking (not for a
+// refusal, where nothing answered, nor for an error PostgreSQL or a pooler sent, which says what it is).
+const ASK_PEER = new Set([
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
 /** At most one log line per this. */
 export const LOG_INTERVAL_MS = 1_000;
 
@@ -63,11 +72,12 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
     }
     const code = (failure as { code?: unknown }).code;
     // Something accepted the connection but no PostgreSQL login came of it: what is it? Once, within the wait.
-    if (peerIs === undefined && options.peer !== undefined && typeof code === 'string' && !NO_PEER.has(code))
+    const ask = typeof code === 'string' && ASK_PEER.has(code);
+    if (peerIs === undefined && options.peer !== undefined && ask)
       peerIs = await identifyPeer(options.peer, PEER_PROBE_MS);
     const waitedMs = performance.now() - start;
     if (code !== DATABASE_UNREACHABLE || reason === '')
-      reason = reasonOf(failure) + (peerIs === undefined || NO_PEER.has(String(code)) ? '' : `; ${peerIs}`);
+      reason = reasonOf(failure) + (peerIs === undefined || !ask ? '' : `; ${peerIs}`);
     // The last wait is shortened to leave a last attempt its `MIN_ATTEMPT_MS` within the wait; no room for it: done.
     const room = options.waitMs - waitedMs - MIN_ATTEMPT_MS;
     const nextInMs = Math.min(FIRST_DELAY_MS * 2 ** (attempt - 1), MAX_DELAY_MS, room);
@@ -104,12 +114,14 @@ async function ping(db: Database, ms: number): Promise<void> {
 }
 
 /**
- * A login refused for its credentials, which waiting does not mend: PostgreSQL says 28P01 or 28000, PgBouncer
- * 08P01 with "SASL authentication failed" or "password authentication failed".
+ * A login refused for its credentials or its database, which waiting does not mend: PostgreSQL says 28P01 or
+ * 28000 (3D000 is no connection fault at all), PgBouncer 08P01 with "SASL authentication failed", "password
+ * authentication failed" or "no such database".
  */
 function refusedLogin(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
-  return code === '28P01' || code === '28000' || (typeof message === 'string' && /authentication failed/.test(message));
+  const refused = /authentication failed|no such database|no such user/;
+  return code === '28P01' || code === '28000' || (typeof message === 'string' && refused.test(message));
 }
 
 /** The failure in a few words: its code and message, as the driver or PostgreSQL gave them. */

@@ -81,6 +81,11 @@ export function listenError(error: unknown, port: number, host: string): ListenE
       `HOST ${host} is not an address of this machine (${code}); set HOST to one of its addresses, such as ` +
         '127.0.0.1, or 0.0.0.0 for all',
     );
+  // Anything else (an address family the machine lacks, say): still one line naming both settings.
+  if (typeof code === 'string')
+    return new ListenError(
+      `HOST ${host} and PORT ${port} cannot be listened on (${code}: ${(error as Error).message})`,
+    );
   return error;
 }
 
@@ -89,7 +94,8 @@ export function listenError(error: unknown, port: number, host: string): ListenE
  * tokens shown once): listens, then lets go. A `ListenError` when it cannot.
  */
 export async function checkListen(port: number, host: string): Promise<void> {
-  const probe = createServer();
+  // A client that connects in the moment the port is held is let go at once: close() waits for none.
+  const probe = createServer((socket) => socket.destroy());
   try {
     await new Promise<void>((resolve, reject) => {
       probe.once('error', reject);

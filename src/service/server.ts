@@ -101,7 +101,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     );
     server = createListener(app, config, metrics, log, options.headersTimeoutMs);
     await listen(server.server, config.port, config.host);
-    // Shown once the port is held (contract §1: a start that fails has shown none, main.ts checked the port).
+    // Shown once the port is held (main.ts checked it before anything was created: contract §1).
     if (tokens !== undefined) options.onDemoTokens?.(tokens);
     tokens = undefined;
     purgeTimer = schedulePurge(db, log);
@@ -111,7 +111,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       allowPrivate: config.webhookAllowPrivate,
     });
   } catch (error) {
-    // The port was taken since main.ts checked it: the new database's tokens are shown all the same, never lost.
+    // A new database was made, then the start failed: its tokens are shown all the same, never lost.
     if (tokens !== undefined) options.onDemoTokens?.(tokens);
     server?.server.close();
     sharedLimits?.close();
