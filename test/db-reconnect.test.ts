@@ -112,8 +112,10 @@ describe('several hosts (target_session_attrs, patch 012)', () => {
   });
 
   const real = REAL_SERVER_URL === undefined ? undefined : new URL(REAL_SERVER_URL);
-  const hosts = (...list: string[]) =>
-    `postgres://${real?.username || 'postgres'}@${list.join(',')}/${real?.pathname.slice(1) || 'postgres'}`;
+  // The run's user and password (through PgBouncer, SCRAM) on several hosts.
+  const login =
+    real === undefined ? 'postgres' : `${real.username || 'postgres'}${real.password ? `:${real.password}` : ''}`;
+  const hosts = (...list: string[]) => `postgres://${login}@${list.join(',')}/${real?.pathname.slice(1) || 'postgres'}`;
   const server = real === undefined ? '' : `${real.hostname}:${real.port || 5432}`;
   const skip = real === undefined ? 'needs a real PostgreSQL server' : false;
 

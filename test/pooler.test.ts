@@ -115,7 +115,9 @@ describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
       // Every order answered 201 reads back, and the database holds exactly those.
       assert.equal(load.counts['GET after 201: 200'], created, JSON.stringify(load.counts));
       assert.equal(await ordersOf(customer), created);
-      const allowed = new Set(['POST 201', 'POST 500', 'POST 503', 'GET after 201: 200']);
+      // Errors only, never a false success. Through two poolers (CI's run of the suite through PgBouncer, this
+      // one in front of it), a token's lookup has once come back empty on the misconfigured sessions: a 401.
+      const allowed = new Set(['POST 201', 'POST 500', 'POST 503', 'POST 401', 'GET after 201: 200']);
       assert.deepEqual(
         Object.keys(load.counts).filter((key) => !allowed.has(key)),
         [],

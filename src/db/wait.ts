@@ -116,11 +116,11 @@ async function ping(db: Database, ms: number): Promise<void> {
 /**
  * A login refused for its credentials or its database, which waiting does not mend: PostgreSQL says 28P01 or
  * 28000 (3D000 is no connection fault at all), PgBouncer 08P01 with "SASL authentication failed", "password
- * authentication failed" or "no such database".
+ * authentication failed", "no such database" or its server's `database "…" does not exist`.
  */
 function refusedLogin(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
-  const refused = /authentication failed|no such database|no such user/;
+  const refused = /authentication failed|no such database|no such user|does not exist/;
   return code === '28P01' || code === '28000' || (typeof message === 'string' && refused.test(message));
 }
 

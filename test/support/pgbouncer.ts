@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,13 +28,22 @@ export const PASSWORD = 'orders-pgbouncer-test';
  * The SCRAM-SHA-256 secret of `password` as PostgreSQL stores it in `pg_authid.rolpassword` and PgBouncer reads it
  * from `auth_file` (RFC 5802, RFC 7677): `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>`.
  */
-export function scramSecret(password: string, salt = randomBytes(16), iterations = 4096): string {
+export function scramSecret(password: string, salt = fixedSalt(password), iterations = 4096): string {
   const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
   const clientKey = createHmac('sha256', salted).update('Client Key').digest();
   const storedKey = createHash('sha256').update(clientKey).digest();
   const serverKey = createHmac('sha256', salted).update('Server Key').digest();
   const [salt64, stored64, server64] = [salt, storedKey, serverKey].map((bytes) => bytes.toString('base64'));
   return `SCRAM-SHA-256$${iterations}:${salt64}$${stored64}:${server64}`;
+}
+
+/**
+ * A salt made from the password, so that every secret of one password is the same: a test's own PgBouncer in front
+ * of CI's (the suite through PgBouncer) logs in to it with the client's SCRAM keys, which needs one secret on both.
+ * Tests only: a real secret's salt is random, as PostgreSQL makes it.
+ */
+function fixedSalt(password: string): Buffer {
+  return createHash('sha256').update(`salt:${password}`).digest().subarray(0, 16);
 }
 
 export interface PgBouncer {
