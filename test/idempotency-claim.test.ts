@@ -153,8 +153,9 @@ describe('ClaimIdempotencyKey', () => {
       return row!;
     });
     for (;;) {
+      // Asleep in pg_sleep, so past the statement's start and its snapshot ('active' alone may still be planning).
       const [active] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE state = 'active' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
+        WHERE state = 'active' AND wait_event = 'PgSleep' AND query LIKE '%pg_sleep(1)%' AND pid <> pg_backend_pid()`;
       if (active!.n > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
