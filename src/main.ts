@@ -4,8 +4,7 @@ import { type Config, loadConfig } from './config/config.ts';
 import { ConfigError } from './config/values.ts';
 import { ENV_FILE, EnvFileError } from './config/env-file.ts';
 import { loadEnvSettings } from './config/settings.ts';
-import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
-import { firstPeer } from './db/peer.ts';
+import { awaitDatabase, DatabaseWaitError } from './db/wait.ts';
 import { openDatabase } from './db/database.ts';
 import { checkListen, ListenError } from './service/listener.ts';
 import { createLogger, errorFields, type Logger } from './base/logger.ts';
@@ -153,12 +152,7 @@ async function waitOnce(config: Config, log: Logger): Promise<void> {
     prepare: config.dbPrepare,
   });
   try {
-    const peer = firstPeer(config.databaseUrl);
-    await waitForDatabase(db, {
-      waitMs: config.databaseWaitMs,
-      ...(peer === undefined ? {} : { peer }),
-      onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
-    });
+    await awaitDatabase(db, config, log);
   } finally {
     await db.close(0);
   }

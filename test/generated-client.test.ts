@@ -20,13 +20,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { buildOpenApi } from '../src/openapi/document.ts';
 import { routes } from '../src/service/routes.ts';
+import { typeCheck } from './support/typescript.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'generated-client');
 const GENERATOR = join(ROOT, 'tools', 'openapi-typescript', 'node_modules', '.bin', 'openapi-typescript');
-const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
 /** The project's strictness, the DOM's fetch types (openapi-fetch's), every type spelt out in full in messages. */
 const TSCONFIG = {
@@ -59,19 +59,6 @@ async function generate(folder: string, document: string, files: readonly string
   for (const file of files) copyFileSync(join(FIXTURES, file), join(folder, file));
   symlinkSync(join(ROOT, 'node_modules'), join(folder, 'node_modules'), 'dir');
   await run(GENERATOR, ['openapi.json', '--output', 'schema.ts'], { cwd: folder });
-}
-
-/** tsc's messages on the folder's project, one line each (their elaborations left out); none when it is clean. */
-async function typeCheck(folder: string): Promise<string[]> {
-  const output = await run(TSC, ['-p', folder], { cwd: folder, maxBuffer: 64 << 20 }).then(
-    ({ stdout }) => stdout,
-    (error: { code?: unknown; stdout?: string }) => {
-      // 1 and 2: tsc ran and reported errors; anything else is tsc failing to run.
-      if ((error.code === 1 || error.code === 2) && error.stdout !== undefined) return error.stdout;
-      throw error;
-    },
-  );
-  return output.split('\n').filter((line) => /^\S.* error TS\d+: /.test(line));
 }
 
 const RULES = ['untypedBodies', 'untypedRequestIds'] as const;

@@ -21,12 +21,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { buildOpenApi } from '../src/openapi/document.ts';
 import { routes } from '../src/service/routes.ts';
+import { typeCheck } from './support/typescript.ts';
 import { bearer, startTestServer, type TestServer } from './support/server.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'generated-zod');
-const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
 
 /** The project's strictness (tsconfig.json), every type spelt out in full in messages. */
 const TSCONFIG = {
@@ -137,19 +137,6 @@ async function generate(generator: Generator, document: string): Promise<string>
   await generator.generate(folder);
   assert.ok(existsSync(join(folder, generator.output)), `${generator.name} wrote no ${generator.output}`);
   return folder;
-}
-
-/** tsc's messages on the folder's project, one line each (their elaborations left out); none when it is clean. */
-async function typeCheck(folder: string): Promise<string[]> {
-  const output = await run(TSC, ['-p', folder], { cwd: folder, maxBuffer: 64 << 20 }).then(
-    ({ stdout }) => stdout,
-    (error: { code?: unknown; stdout?: string }) => {
-      // 1 and 2: tsc ran and reported errors; anything else is tsc failing to run.
-      if ((error.code === 1 || error.code === 2) && error.stdout !== undefined) return error.stdout;
-      throw error;
-    },
-  );
-  return output.split('\n').filter((line) => /^\S.* error TS\d+: /.test(line));
 }
 
 /** One answer of the walk: the operation (by the document's operationId), its status and its JSON body. */

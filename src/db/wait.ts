@@ -13,7 +13,9 @@
 import type { Database } from './database.ts';
 import { DATABASE_UNREACHABLE, isDatabaseUnavailable, poolerHint } from './errors.ts';
 import { RequestScope } from './scope.ts';
-import { identifyPeer, type Peer } from './peer.ts';
+import { firstPeer, identifyPeer, type Peer } from './peer.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../base/logger.ts';
 
 /** The first wait between attempts, doubled after each to `MAX_DELAY_MS`. */
 export const FIRST_DELAY_MS = 250;
@@ -93,6 +95,16 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
     }
     await new Promise((resolve) => setTimeout(resolve, nextInMs));
   }
+}
+
+/** The server's wait (`DATABASE_WAIT` on `DATABASE_URL`'s first host), each failed attempt a `warn` line. */
+export function awaitDatabase(db: Database, config: Config, log: Logger): Promise<void> {
+  const peer = firstPeer(config.databaseUrl);
+  return waitForDatabase(db, {
+    waitMs: config.databaseWaitMs,
+    ...(peer === undefined ? {} : { peer }),
+    onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
+  });
 }
 
 /** One `Ping`, given up (and its statement cancelled or dropped) after `ms`. */

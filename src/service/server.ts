@@ -12,8 +12,7 @@ import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
-import { waitForDatabase } from '../db/wait.ts';
-import { firstPeer } from '../db/peer.ts';
+import { awaitDatabase } from '../db/wait.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
 import { createListener, listenError } from './listener.ts';
@@ -148,12 +147,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
  * demo data and tokens, returned.
  */
 async function prepareDatabase(db: Database, config: Config, log: Logger): Promise<DemoTokens | undefined> {
-  const peer = firstPeer(config.databaseUrl);
-  await waitForDatabase(db, {
-    waitMs: config.databaseWaitMs,
-    ...(peer === undefined ? {} : { peer }),
-    onAttempt: (fields) => log.warn('database not answering; waiting (DATABASE_WAIT)', fields),
-  });
+  await awaitDatabase(db, config, log);
   const applied = await migrate(db);
   if (applied.length > 0) log.info('migrations applied', { migrations: applied });
   if (!db.created) return undefined;
