@@ -23,14 +23,14 @@ import { newExchange, type Exchange } from '../src/pipeline/exchange.ts';
 import { authorize } from '../src/pipeline/stages/authorize.ts';
 import { databaseDeadline, requestBody } from '../src/pipeline/stages/body.ts';
 import { createBodyBudget } from '../src/http/body-budget.ts';
-import { conditional } from '../src/pipeline/stages/conditional.ts';
+import { conditional, preconditions } from '../src/pipeline/stages/conditional.ts';
 import { cors } from '../src/pipeline/stages/cors.ts';
 import { representationFields } from '../src/pipeline/stages/fields.ts';
 import { idempotency } from '../src/pipeline/stages/idempotency.ts';
 import { addressLimit, createLimits } from '../src/pipeline/stages/limits.ts';
 import { observe } from '../src/pipeline/stages/observe.ts';
 import { problems } from '../src/pipeline/stages/problems.ts';
-import { MISSED, replicaReads } from '../src/pipeline/stages/replica.ts';
+import { fallingBack, replicaReads } from '../src/pipeline/stages/replica.ts';
 import { negotiation, route } from '../src/pipeline/stages/route.ts';
 import { UNKNOWN } from '../src/replica/positions.ts';
 
@@ -61,6 +61,7 @@ function exchange(path: string, init: RequestInit = {}, fields: Partial<Exchange
     { remoteAddress: '10.0.0.1' },
     {
       trusted: undefined,
+      router,
       database: primary,
       services: {} as HandlerServices,
     },
@@ -154,10 +155,8 @@ describe('observe', () => {
     const stage = observe(
       createLogger('info', (line) => lines.push(JSON.parse(line))),
       metrics,
-      router,
     );
     const x = exchange('/v1/orders/3', { headers: { 'x-request-id': 'req-1' } }, { principal });
-    x.match = router.match('GET', '/v1/orders/3');
     const response = await stage(
       x,
       fakeNext(() => new Response(null, { status: 204 })),
@@ -182,13 +181,12 @@ describe('observe', () => {
     );
   });
 
-  it('routes a request refused before routing (413) once, for its label; an aborted one has no status', async () => {
+  it('counts a request refused before its route answered (413) under its route; aborted: no status', async () => {
     const lines: Record<string, unknown>[] = [];
     const metrics = createHttpMetrics();
     const stage = observe(
       createLogger('info', (line) => lines.push(JSON.parse(line))),
       metrics,
-      router,
     );
     const x = exchange('/v1/orders/3', { method: 'PATCH', body: '{}' }, { aborted: true });
     await stage(
@@ -230,7 +228,6 @@ describe('cors', () => {
     });
     const next = fakeNext(() => {
       assert.equal(x.preflight, true);
-      x.match = router.match('OPTIONS', '/v1/orders/1');
       return bufferedResponse(null, { status: 204, headers: { allow: 'GET, HEAD, PATCH, OPTIONS' } });
     });
     const response = await stage(x, next);
@@ -399,8 +396,8 @@ describe('database deadline', () => {
 });
 
 describe('route and negotiate', () => {
-  it('refuses 404 and 405, answers OPTIONS with Allow, and hands the route and its parameters on', async () => {
-    const stage = route(router);
+  it('refuses 404 and 405, answers OPTIONS with Allow, and passes a found route on', async () => {
+    const stage = route();
     const missing = await outcome(stage, exchange('/v1/nothing'), fakeNext());
     assert.ok(missing instanceof HttpError && missing.status === 404);
     const wrong = await outcome(stage, exchange('/v1/orders/1', { method: 'DELETE' }), fakeNext());
@@ -411,9 +408,14 @@ describe('route and negotiate', () => {
       allow: 'GET, HEAD, PATCH, OPTIONS',
       'accept-patch': 'application/json, application/merge-patch+json',
     });
+    // Found when the request arrived: the route stage only answers what is not a route's.
     const x = exchange('/v2/orders/12');
-    await stage(x, fakeNext());
-    assert.deepEqual([x.route, x.params, x.version], [getOrder, { id: 12 }, 2]);
+    const next = fakeNext();
+    await stage(x, next);
+    assert.deepEqual(
+      [x.route, x.params, x.match.version, x.version, next.calls],
+      [getOrder, { id: 12 }, 2, undefined, 1],
+    );
   });
 
   it('settles the version and media type from Accept, and refuses what it cannot serve with 406', async () => {
@@ -421,6 +423,10 @@ describe('route and negotiate', () => {
     const x = exchange('/orders/1', { headers: { accept: 'application/vnd.orders.v2+json' } }, { route: getOrder });
     await stage(x, fakeNext());
     assert.deepEqual([x.version, x.contentType], [2, 'application/vnd.orders.v2+json']);
+    // The path's prefix is the version asked for: a vendor type of another version is refused.
+    const prefixed = exchange('/v2/orders/1', { headers: { accept: 'application/json' } });
+    await stage(prefixed, fakeNext());
+    assert.deepEqual([prefixed.version, prefixed.contentType], [2, 'application/json']);
     const refused = await outcome(
       stage,
       exchange('/orders/1', { headers: { accept: 'text/html' } }, { route: getOrder }),
@@ -455,7 +461,17 @@ describe('authorize', () => {
 });
 
 describe('replica reads', () => {
-  const replicaDb = { name: 'replica' } as unknown as Database;
+  /** A handle whose statements say where they ran (`where`), or fail with `error`. */
+  const handleAt = (where: string, ran: string[], error?: Error) =>
+    ({
+      one: async (name: string) => {
+        ran.push(`${where}:${name}`);
+        if (error !== undefined) throw error;
+        return { at: where };
+      },
+    }) as unknown as Db;
+  const ran: string[] = [];
+  const replicaDb = { handle: () => handleAt('replica', ran) } as unknown as Database;
   const recorded: [number, bigint][] = [];
   const failures: unknown[] = [];
   const reads = (serves: boolean, position: bigint | typeof UNKNOWN | undefined = undefined): ReplicaReads =>
@@ -468,13 +484,23 @@ describe('replica reads', () => {
         },
       },
     }) as unknown as ReplicaReads;
-  const withWal = { one: async () => ({ lsn: '0/16B3748' }) } as unknown as Database;
+  const withWal = {
+    one: async () => ({ lsn: '0/16B3748' }),
+    handle: () => handleAt('primary', ran),
+  } as unknown as Database;
   const replicated = { ...getOrder, replica: true };
+  const tagged = { ...replicated, currentTag: async () => '"r1"' };
+  /** Where a statement on `source` runs. */
+  const runsOn = async (source: { handle(scope: never): Db } | undefined) => {
+    ran.length = 0;
+    await source?.handle(undefined as never).one('GetOrderJson');
+    return ran.join();
+  };
 
   it('records the position of a write for its principal, after the write', async () => {
     recorded.length = 0;
     const stage = replicaReads(reads(true), withWal, createLogger('silent'));
-    const x = exchange('/v1/orders/1', { method: 'PATCH' }, { route: replicated, principal });
+    const x = exchange('/v1/orders/1', { method: 'PATCH' }, { route: replicated, principal, source: withWal });
     const next = fakeNext(() => {
       assert.deepEqual(recorded, []);
       return new Response('written');
@@ -483,59 +509,79 @@ describe('replica reads', () => {
     assert.deepEqual(recorded, [[7, 0x16b3748n]]);
   });
 
-  it('reads on the replica when it serves the principal, else on the primary', async () => {
-    const on = exchange('/v1/orders/1', {}, { route: replicated, principal });
-    await replicaReads(reads(true, 5n), withWal, createLogger('silent'))(on, fakeNext());
-    assert.equal(on.source, replicaDb);
-    const unknown = exchange('/v1/orders/1', {}, { route: replicated, principal });
+  it('reads on the replica when it serves the principal, else on the primary; next() once', async () => {
+    const on = exchange('/v1/orders/1', {}, { route: replicated, principal, source: withWal });
+    const next = fakeNext();
+    await replicaReads(reads(true, 5n), withWal, createLogger('silent'))(on, next);
+    assert.deepEqual([await runsOn(on.source), on.tagSource, next.calls], ['replica:GetOrderJson', undefined, 1]);
+    const unknown = exchange('/v1/orders/1', {}, { route: replicated, principal, source: withWal });
     await replicaReads(reads(true, UNKNOWN), withWal, createLogger('silent'))(unknown, fakeNext());
-    assert.equal(unknown.source, primary, 'the exchange keeps its primary');
-    const unmarked = exchange('/v1/orders/1', {}, { route: getOrder, principal });
+    assert.equal(unknown.source, withWal, 'the exchange keeps its primary');
+    const unmarked = exchange('/v1/orders/1', {}, { route: getOrder, principal, source: withWal });
     await replicaReads(reads(true), withWal, createLogger('silent'))(unmarked, fakeNext());
-    assert.equal(unmarked.source, primary);
+    assert.equal(unmarked.source, withWal);
   });
 
-  it('runs a conditional read the replica did not answer 304 again on the primary', async () => {
+  it('reads the tag of a conditional GET on the replica, a 200 on the primary; no tag, the primary', async () => {
     const stage = replicaReads(reads(true), withWal, createLogger('silent'));
-    const x = exchange('/v1/orders/1', { headers: { 'if-none-match': '"old"' } }, { route: replicated, principal });
-    const sources: unknown[] = [];
-    const next = fakeNext(() => {
-      sources.push([x.source, x.tagOnly]);
-      return x.source === replicaDb ? MISSED : new Response('fresh');
-    });
-    const response = await stage(x, next);
-    assert.equal(await response.text(), 'fresh');
-    assert.deepEqual(sources, [
-      [replicaDb, true],
-      [withWal, false],
-    ]);
-  });
-
-  it('reads on the primary when the replica goes away under a read, and tells the replica', async () => {
-    failures.length = 0;
-    const stage = replicaReads(reads(true), withWal, createLogger('silent'));
-    const x = exchange('/v1/orders/1', {}, { route: replicated, principal });
-    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    const response = await stage(
-      x,
-      fakeNext(() => {
-        if (x.source === replicaDb) throw down;
-        return new Response('primary');
-      }),
-    );
-    assert.equal(await response.text(), 'primary');
-    assert.deepEqual(failures, [down]);
+    const headers = { 'if-none-match': '"r0"' };
+    const x = exchange('/v1/orders/1', { headers }, { route: tagged, principal, source: withWal });
+    const next = fakeNext();
+    await stage(x, next);
+    assert.deepEqual([await runsOn(x.tagSource), x.source, next.calls], ['replica:GetOrderJson', withWal, 1]);
+    const list = exchange('/v1/orders/1', { headers }, { route: replicated, principal, source: withWal });
+    await stage(list, fakeNext());
+    assert.deepEqual([list.source, list.tagSource], [withWal, undefined]);
   });
 });
 
-describe('conditional', () => {
-  const stage = conditional(30);
+describe('fallingBack()', () => {
+  it('runs a statement the replica fails for want of it again on the primary, and the next ones there', async () => {
+    const ran: string[] = [];
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const at = (where: string, error?: Error) =>
+      ({
+        one: async (name: string) => {
+          ran.push(`${where}:${name}`);
+          if (error !== undefined) throw error;
+          return where;
+        },
+      }) as unknown as Db;
+    const failures: unknown[] = [];
+    let primaries = 0;
+    const db = fallingBack(
+      at('replica', down),
+      () => {
+        primaries += 1;
+        return at('primary');
+      },
+      (e) => failures.push(e),
+    );
+    assert.equal(await db.one('A'), 'primary');
+    assert.equal(await db.one('B'), 'primary');
+    assert.deepEqual([ran, failures, primaries], [['replica:A', 'primary:A', 'primary:B'], [down], 1]);
+  });
+
+  it('lets any other error of the replica through, and stays on it', async () => {
+    const wrong = new HttpError(404, 'not-found');
+    const replica = { one: async () => Promise.reject(wrong) } as unknown as Db;
+    const db = fallingBack(
+      replica,
+      () => assert.fail('no primary'),
+      () => assert.fail('not a failure'),
+    );
+    await assert.rejects(db.one('A'), wrong);
+  });
+});
+
+describe('preconditions and conditional', () => {
+  const stage: Stage<Exchange> = (x, next) => preconditions()(x, (y) => conditional(30)(y, next));
   const tagged = { ...getOrder, cache: 'private' as const, currentTag: async () => '"r7"' };
 
   it('refuses a malformed If-None-Match with 400 before the handler, on any route', async () => {
     const next = fakeNext();
     const refused = await outcome(
-      stage,
+      preconditions(),
       exchange('/v1/orders/1', { headers: { 'if-none-match': 'r7' } }, { route: getOrder }),
       next,
     );
@@ -556,6 +602,20 @@ describe('conditional', () => {
     assert.deepEqual([fresh.status, fresh.headers.get('cache-control')], [200, 'private, max-age=30']);
   });
 
+  it('reads the route tag where the replica stage says (tagSource), the 200 on the source', async () => {
+    const seen: unknown[] = [];
+    const tags = { name: 'tags' } as unknown as Db;
+    const currentTag = async (ctx: { db: Db }) => {
+      seen.push(ctx.db);
+      return '"r7"';
+    };
+    const route = { ...tagged, currentTag };
+    const x = exchange('/v1/orders/1', { headers: { 'if-none-match': '"r7"' } }, { route });
+    x.tagSource = { handle: () => tags };
+    assert.equal((await stage(x, fakeNext())).status, 304);
+    assert.deepEqual(seen, [tags]);
+  });
+
   it('parses If-Match only where the route checks it, and hands it on', async () => {
     const checked = { ...getOrder, method: 'PATCH' as const, doc: { ...doc, ifMatch: true } };
     const x = exchange('/v1/orders/1', { method: 'PATCH', headers: { 'if-match': '"a"' } }, { route: checked });
@@ -568,7 +628,7 @@ describe('conditional', () => {
 });
 
 describe('idempotency', () => {
-  const stage = idempotency(30);
+  const stage = idempotency();
 
   it('leaves a GET, and a POST of no principal, to the handler', async () => {
     const next = fakeNext();
@@ -599,12 +659,13 @@ describe('idempotency', () => {
     assert.deepEqual([missing.status, missing.slug], [400, 'idempotency-key-missing']);
   });
 
-  it('runs a keyed POST in a savepoint of its own transaction, the handler on the savepoint', async () => {
+  it('runs a keyed POST in a savepoint of its own transaction, and stores the answer as it came out', async () => {
     const savepoint = { name: 'savepoint' } as unknown as Db;
+    const stored: unknown[][] = [];
     const tx = {
       one: async () => ({ locked: true, fingerprint: null }),
       savepoint: async (run: (db: Db) => Promise<Response>) => run(savepoint),
-      exec: async () => {},
+      exec: async (name: string, params: unknown[]) => stored.push([name, params[3], params[4]]),
     };
     const handle = { begin: async (run: (db: unknown) => Promise<Response>) => run(tx) } as unknown as Db;
     const x = exchange(
@@ -612,11 +673,14 @@ describe('idempotency', () => {
       { method: 'POST', body: '{}', headers: { 'idempotency-key': 'key-1' } },
       { route: { ...getOrder, method: 'POST' }, principal, handle },
     );
+    // What the stages inside gave (the conditional stage finished it there): not finished again here.
+    const finished = { etag: '"t"', 'cache-control': 'no-store' };
     const response = await stage(
       x,
-      fakeNext(() => new Response('{}', { status: 201 })),
+      fakeNext(() => bufferedResponse(new TextEncoder().encode('{}'), { status: 201, headers: finished })),
     );
     assert.equal(x.savepoint, savepoint);
-    assert.deepEqual([response.status, response.headers.get('cache-control')], [201, 'no-store']);
+    assert.deepEqual([response.status, response.headers.get('etag')], [201, '"t"']);
+    assert.deepEqual(stored, [['StoreIdempotencyKey', 201, JSON.stringify({ etag: '"t"' })]]);
   });
 });

@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import { etagOf, parseConditions, type Conditions } from '../src/http/conditional.ts';
 import { HttpError } from '../src/http/problem.ts';
 import { bufferedResponse } from '../src/http/response.ts';
-import { finish, markFinished, notModifiedEarly, type FinishOptions } from '../src/http/semantics.ts';
+import { finish, notModifiedEarly, type FinishOptions } from '../src/http/semantics.ts';
 
 const BODY = '{"id":1,"status":"paid"}';
 const BODY_TAG = etagOf(new TextEncoder().encode(BODY));
@@ -203,11 +203,6 @@ test('finish(): a 304 of a 200 with many fields has exactly the names of RFC 911
   const response = await finish('GET', conditionsOf('GET', '"r7"'), buffered(MANY), PRIVATE);
   const names = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
   assert.deepStrictEqual([...response.headers.keys()], names);
-});
-
-test('finish(): a response markFinished() marked is returned as it is', async () => {
-  const response = markFinished(buffered({ etag: '"r7"' }));
-  assert.strictEqual(await finish('GET', conditionsOf('GET', '"r7"'), response, PRIVATE), response);
 });
 
 /** What notModifiedEarly() answers: undefined, the handler builds the 200. */

@@ -4,7 +4,8 @@
  * one from the exact bytes), `Cache-Control` by route, `If-None-Match`
  * answered with 304, also before the representation is built when the route
  * knows its tag without it; and the deprecation fields of version 1. Routes
- * cannot opt out: the pipeline calls this for all of them.
+ * cannot opt out: the pipeline calls this for all of them, once per answer
+ * (src/pipeline/stages/conditional.ts). No state of its own: pure functions.
  */
 import { type Conditions, etagOf, noneMatchHits } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
@@ -30,9 +31,6 @@ export interface FinishOptions {
  */
 const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
 
-/** Responses `finish()` produced: finishing one again would hash and copy the same bytes twice. */
-const finished = new WeakSet<Response>();
-
 /**
  * `response` as the client receives it, for a request of `method` with `conditions` (its `If-None-Match`,
  * parsed once by the pipeline).
@@ -42,45 +40,6 @@ const finished = new WeakSet<Response>();
  * // a 304 when the 200's tag is "x"
  */
 export async function finish(
-  method: string,
-  conditions: Conditions,
-  response: Response,
-  options: FinishOptions,
-): Promise<Response> {
-  if (finished.has(response)) return response;
-  const result = await finishOnce(method, conditions, response, options);
-  finished.add(result);
-  return result;
-}
-
-/** Marks `response` as finished: a copy of a finished response with the same bytes and headers. */
-export function markFinished(response: Response): Response {
-  finished.add(response);
-  return response;
-}
-
-/**
- * `If-None-Match` on a GET or HEAD answered before the handler runs, from
- * `currentTag`: the tag the handler's 200 would carry, found without building
- * the representation (an order's revision). The 304 is the one `finish()`
- * would send. `undefined` when the request has no `If-None-Match` or it does
- * not match: the handler builds the 200 as usual. Errors of `currentTag`
- * (404) are the request's.
- */
-export async function notModifiedEarly(
-  method: string,
-  conditions: Conditions,
-  currentTag: () => Promise<string>,
-  options: FinishOptions,
-): Promise<Response | undefined> {
-  const condition = conditions.ifNoneMatch;
-  if ((method !== 'GET' && method !== 'HEAD') || condition === null) return undefined;
-  const etag = await currentTag();
-  if (!noneMatchHits(condition, etag)) return undefined;
-  return bufferedResponse(null, { status: 304, headers: { etag, 'cache-control': cacheControl(options) } });
-}
-
-async function finishOnce(
   method: string,
   conditions: Conditions,
   response: Response,
@@ -111,6 +70,27 @@ async function finishOnce(
     return notModified(headers);
   }
   return buffered === undefined ? bufferedResponse(bytes, { status: response.status, headers }) : response;
+}
+
+/**
+ * `If-None-Match` on a GET or HEAD answered before the handler runs, from
+ * `currentTag`: the tag the handler's 200 would carry, found without building
+ * the representation (an order's revision). The 304 is the one `finish()`
+ * would send. `undefined` when the request has no `If-None-Match` or it does
+ * not match: the handler builds the 200 as usual. Errors of `currentTag`
+ * (404) are the request's.
+ */
+export async function notModifiedEarly(
+  method: string,
+  conditions: Conditions,
+  currentTag: () => Promise<string>,
+  options: FinishOptions,
+): Promise<Response | undefined> {
+  const condition = conditions.ifNoneMatch;
+  if ((method !== 'GET' && method !== 'HEAD') || condition === null) return undefined;
+  const etag = await currentTag();
+  if (!noneMatchHits(condition, etag)) return undefined;
+  return bufferedResponse(null, { status: 304, headers: { etag, 'cache-control': cacheControl(options) } });
 }
 
 /** A streamed response with new `headers`, its body left unread. */

@@ -24,9 +24,8 @@ const PASS: Stage<unknown> = (state, next) => next(state);
 /**
  * One function running `stages` in order on a request's state. The last
  * stage answers without calling `next()`; one that calls it anyway is a
- * programmer's mistake, thrown as such. A stage may call `next()` again to
- * run the rest once more (the replica stage: a read that missed on the
- * replica runs again on the primary). The chain of `next` functions is made
+ * programmer's mistake, thrown as such. A stage calls `next()` at most once:
+ * a request passes each stage once. The chain of `next` functions is made
  * here, once, from the innermost stage out; a `pass()` stage is left out.
  *
  * @example

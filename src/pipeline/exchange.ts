@@ -1,12 +1,16 @@
 /**
  * One request's state as it passes the stages (src/pipeline/stages/): what
- * the request says, set once when it arrives, and what each stage finds out
- * and hands on (the route, the version, the principal, the rate decision…).
- * Each field has one stage that sets it; the stages' doc comments say which.
+ * the request says, set once when it arrives (its route among them: matching
+ * is a pure function of the method and path), and what each stage finds out
+ * and hands inward (the version, the principal, the rate decision…). Each
+ * writable field is written by exactly one stage, named in its comment
+ * (test/pipeline-fields.test.ts checks the sources). A stage never calls
+ * `next()` twice and no stage signals another beside the chain: what an
+ * inner stage needs is here before it runs.
  */
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
-import type { Database, Db } from '../db/database.ts';
+import type { Db } from '../db/database.ts';
 import type { Deadline } from '../db/errors.ts';
 import { RequestScope } from '../db/scope.ts';
 import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
@@ -15,7 +19,7 @@ import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import { fieldOf } from '../http/incoming-request.ts';
 import type { ClientInfo } from '../http/node-adapter.ts';
 import type { RateDecision } from '../http/rate-limit.ts';
-import type { Params, RouteMatch } from '../http/router.ts';
+import type { Params, Router, RouteMatch } from '../http/router.ts';
 import type { HandlerServices, RequestContext, RouteSpec } from './context.ts';
 
 export interface Exchange {
@@ -40,29 +44,29 @@ export interface Exchange {
   readonly scope: RequestScope;
   /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
   body: Uint8Array;
-  /** route: what the router found (every request past the route stage has it). */
-  match: RouteMatch<RouteSpec> | undefined;
-  /** route: the route that serves the request, once found. */
-  route: RouteSpec | undefined;
-  params: Params;
-  /** route (the path's prefix), then negotiate. */
+  /** What the router found for the method and path, when the request arrived. */
+  readonly match: RouteMatch<RouteSpec>;
+  /** The route that serves the request (`undefined`: the route stage refuses it, or answers OPTIONS). */
+  readonly route: RouteSpec | undefined;
+  readonly params: Params;
+  /** negotiate: the version of the answer (the path's prefix is `match.version`). */
   version: Version | undefined;
   /** negotiate: the media type of the answer's body. */
   contentType: string | undefined;
   /** authorize. */
   principal: Principal | undefined;
-  /** authorize, or the address limit: the decision the `RateLimit` fields report. */
+  /** authorize: the decision on the user's or the address's limit the `RateLimit` fields report. */
   rate: RateDecision | undefined;
-  /** conditional: the request's conditions, parsed once. */
+  /** preconditions: the request's conditions, parsed once. */
   conditions: Conditions | undefined;
-  /** Where the handler's statements go: the primary, or the replica for a read (replica). */
-  source: Database;
-  /** The request's own handle on `source`, taken when a handler first reaches for it. */
+  /** replica: where the handler's statements go, the primary or the replica for a read. */
+  source: Source;
+  /** replica: where a route's `currentTag` reads the tag of a conditional GET (`undefined`: `source`). */
+  tagSource: Source | undefined;
+  /** The request's own handle on `source`, taken when a handler first reaches for it (`dbOf`). */
   handle: Db | undefined;
   /** idempotency: the savepoint a keyed POST's handler runs in. */
   savepoint: Db | undefined;
-  /** replica: only the route's current tag is wanted here (`MISSED` when it does not match). */
-  tagOnly: boolean;
   /** problems: the client went away before its body arrived; it reads no answer. */
   aborted: boolean;
 }
@@ -71,11 +75,17 @@ export interface Exchange {
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const EMPTY = new Uint8Array(0);
 
+/** Where a request's statements go: a database (the primary, the replica) that gives a request its handle. */
+export interface Source {
+  handle(scope: RequestScope): Db;
+}
+
 /** What every exchange shares: read once, when the app is made. */
 export interface ExchangeParts {
   /** contract §16: whether an address is a trusted proxy's; `undefined` without `TRUST_PROXY`. */
   readonly trusted: ((address: string) => boolean) | undefined;
-  readonly database: Database;
+  readonly router: Router<RouteSpec>;
+  readonly database: Source;
   readonly services: HandlerServices;
 }
 
@@ -86,13 +96,16 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
   const incomingId = header('x-request-id');
   const { trusted } = parts;
   const url = new URL(request.url);
+  const path = client.path ?? url.pathname;
+  const match = parts.router.match(request.method, path);
+  const found = match.kind === 'found';
   return {
     request,
     header,
     started,
     requestId: incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID(),
     url,
-    path: client.path ?? url.pathname,
+    path,
     address:
       trusted === undefined
         ? client.remoteAddress
@@ -102,18 +115,18 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     deadline: undefined,
     scope: new RequestScope(),
     body: EMPTY,
-    match: undefined,
-    route: undefined,
-    params: {},
+    match,
+    route: found ? match.handler : undefined,
+    params: found ? match.params : {},
     version: undefined,
     contentType: undefined,
     principal: undefined,
     rate: undefined,
     conditions: undefined,
     source: parts.database,
+    tagSource: undefined,
     handle: undefined,
     savepoint: undefined,
-    tagOnly: false,
     aborted: false,
   };
 }
@@ -124,9 +137,9 @@ export function routeOf(x: Exchange): RouteSpec {
   return x.route;
 }
 
-/** What the handler (and a route's `currentTag`) sees of the exchange. */
-export function contextOf(x: Exchange): RequestContext {
-  return new ExchangeContext(x);
+/** What the handler sees of the exchange; with `db`, what a route's `currentTag` sees (its statements there). */
+export function contextOf(x: Exchange, db?: Db): RequestContext {
+  return new ExchangeContext(x, db);
 }
 
 /**
@@ -136,8 +149,10 @@ export function contextOf(x: Exchange): RequestContext {
  */
 class ExchangeContext implements RequestContext {
   readonly #x: Exchange;
-  constructor(x: Exchange) {
+  readonly #db: Db | undefined;
+  constructor(x: Exchange, db: Db | undefined) {
     this.#x = x;
+    this.#db = db;
   }
   get request(): Request {
     return this.#x.request;
@@ -173,7 +188,7 @@ class ExchangeContext implements RequestContext {
     return this.#x.services;
   }
   get db(): Db {
-    return dbOf(this.#x);
+    return this.#db ?? dbOf(this.#x);
   }
 }
 

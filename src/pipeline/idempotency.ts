@@ -17,7 +17,6 @@ import type { Db } from '../db/database.ts';
 import { HttpError, problemResponse } from '../http/problem.ts';
 import { isStored, STORED_HEADERS } from '../http/idempotency-key.ts';
 import { bufferedResponse, contentOf, fieldsOf } from '../http/response.ts';
-import { markFinished } from '../http/semantics.ts';
 
 export interface IdempotentRequest {
   readonly principal: Principal;
@@ -41,9 +40,9 @@ type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
 /**
- * Runs `handler` once per (user, key). `finish` turns the handler's response
- * into the bytes and headers the client receives (ETag, media type), which
- * are what is stored and replayed. `inSavepoint` false: the handler runs in
+ * Runs `handler` once per (user, key). Its response is already finished
+ * (ETag, media type: the conditional stage inside), and is stored and
+ * replayed as it is. `inSavepoint` false: the handler runs in
  * the transaction itself (a route whose refusals all come before its first
  * write, `RouteSpec.refusesBeforeWriting`).
  */
@@ -51,7 +50,6 @@ export async function runIdempotent(
   db: Db,
   request: IdempotentRequest,
   handler: (savepoint: Db) => Promise<Response>,
-  finish: (response: Response) => Promise<Response>,
   inSavepoint = true,
 ): Promise<Response> {
   const { principal, key } = request;
@@ -90,7 +88,6 @@ export async function runIdempotent(
       if (!(error instanceof HttpError) || !isStored(error.status)) throw error;
       response = problemResponse(error, request.instance, request.requestId);
     }
-    if (response.status < 300) response = await finish(response);
     if (!isStored(response.status)) return response;
     // Finished and problem responses hold their bytes: stored as they are, sent as they are.
     const buffered = contentOf(response);
@@ -109,7 +106,6 @@ export async function runIdempotent(
       body,
     ]);
     if (buffered !== undefined) return response;
-    const rebuilt = bufferedResponse(body, { status: response.status, headers: response.headers });
-    return response.status < 300 ? markFinished(rebuilt) : rebuilt;
+    return bufferedResponse(body, { status: response.status, headers: response.headers });
   });
 }

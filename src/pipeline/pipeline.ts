@@ -4,8 +4,16 @@
  * cross-cutting rules (contract §5–§13, §16, §17). Outer to inner:
  *
  *   observe → cors → compression → fields → address limit → problems → deadline
- *   → route → negotiate → authorize → body → replica → conditional → idempotency
- *   → handler
+ *   → route → negotiate → authorize → body → replica → preconditions
+ *   → idempotency → conditional → handler
+ *
+ * A request passes each stage once, inward, and its answer each once,
+ * outward: no stage calls `next()` twice or hands another a signal beside
+ * the chain. What a stage decides for the stages inside it is a field of the
+ * exchange it writes before it calls `next()` (src/pipeline/exchange.ts says
+ * which stage writes each); the route is found when the request arrives.
+ * The conditional stage is the one place a 2xx is finished, inside the
+ * idempotency stage, which stores the finished answer.
  *
  * Everything up to the body stage is decided from the request's head alone
  * (contract §11): a request refused there (404, 405, 406, 401, 403, 429,
@@ -30,7 +38,7 @@ import { authorize } from './stages/authorize.ts';
 import { databaseDeadline, requestBody } from './stages/body.ts';
 import { createBodyBudget, type BodyBudget } from '../http/body-budget.ts';
 import { compression } from './stages/compression.ts';
-import { conditional } from './stages/conditional.ts';
+import { conditional, preconditions } from './stages/conditional.ts';
 import { cors } from './stages/cors.ts';
 import { representationFields } from './stages/fields.ts';
 import { idempotency } from './stages/idempotency.ts';
@@ -70,6 +78,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const parts: ExchangeParts = {
     // contract §16: read once; unset, it costs a request nothing.
     trusted: config.trustProxy === undefined ? undefined : trustedProxies(config.trustProxy),
+    router,
     database,
     services: { log, config, ...rest },
   };
@@ -77,20 +86,21 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes);
   const run = compose<Exchange>([
-    observe(log, metrics, router),
+    observe(log, metrics),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
     compression(),
     representationFields(versions),
     addressLimit(limits),
     problems(log),
     databaseDeadline(given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS),
-    route(router),
+    route(),
     negotiation(versions),
     authorize(given.authenticator, limits),
     requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
     replicaReads(given.reads, database, log),
+    preconditions(),
+    idempotency(),
     conditional(config.cacheMaxAge),
-    idempotency(config.cacheMaxAge),
     handler,
   ]);
   return Object.assign((request: Request, client: ClientInfo) => run(newExchange(request, client, parts)), { bodies });

@@ -17,7 +17,8 @@ import { HttpError } from '../../http/problem.ts';
 import { addressGroup } from '../../http/rate-limit.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
-import { countOrRefuse, rateLimited, type Limits } from './limits.ts';
+import type { LimitTable } from '../../limits/shared-limits.ts';
+import { rateLimited, type Limits } from './limits.ts';
 
 export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange> {
   return async (x, next) => {
@@ -49,6 +50,12 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
     }
     return next(x);
   };
+}
+
+/** Counts `key` in `table` and throws 429 past the limit; the decision is the exchange's. */
+async function countOrRefuse(x: Exchange, limits: Limits, table: LimitTable, key: string): Promise<void> {
+  x.rate = await limits.count(table, key);
+  if (!x.rate.allowed) throw rateLimited(x.rate);
 }
 
 /** 429 for a credential from an address whose failed authentications are past the limit: it is not looked at. */

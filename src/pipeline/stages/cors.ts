@@ -18,7 +18,7 @@ export function cors(allowOrigin: ((origin: string | null) => string | undefined
       origin !== undefined && isPreflight(x.request.method, origin, x.header('access-control-request-method'));
     const response = await next(x);
     const headers = fieldsOf(response);
-    if (x.preflight && x.match?.kind === 'options' && response.status === 204) {
+    if (x.preflight && x.match.kind === 'options' && response.status === 204) {
       for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? '')) {
         headers.set(name, value);
       }

@@ -2,7 +2,8 @@
  * The fields every answer of a route carries, errors included (contract §8):
  * `Vary` by what the route's answers depend on (`Accept` where it
  * negotiates, `Authorization` where it authenticates), and version 1's
- * deprecation fields on any answer in version 1.
+ * deprecation fields on any answer in version 1: the negotiated one, else
+ * (a request refused before negotiation) the path's prefix.
  */
 import { fieldsOf } from '../../http/response.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
@@ -21,7 +22,7 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange> {
       ];
       if (vary.length > 0) headers.set('vary', vary.join(', '));
     }
-    if (x.version === 1) versions.decorate(headers, x.url.pathname);
+    if ((x.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
     return response;
   };
 }

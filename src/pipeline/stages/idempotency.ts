@@ -2,17 +2,17 @@
  * Idempotency keys (contract §7): an authenticated POST with a well-formed
  * `Idempotency-Key` runs once per (user, key), in the savepoint its stored
  * answer commits with (src/pipeline/idempotency.ts); a malformed key is 400,
- * and a route that requires one refuses a POST without it.
+ * and a route that requires one refuses a POST without it. The stages inside
+ * it finish the answer (the conditional stage): what is stored and replayed is
+ * what the client first received.
  */
-import { NO_CONDITIONS } from '../../http/conditional.ts';
 import { fingerprint, parseIdempotencyKey } from '../../http/idempotency-key.ts';
 import { HttpError } from '../../http/problem.ts';
-import { finish } from '../../http/semantics.ts';
 import type { Stage } from '../compose.ts';
 import { dbOf, routeOf, type Exchange } from '../exchange.ts';
 import { runIdempotent } from '../idempotency.ts';
 
-export function idempotency(cacheMaxAge: number): Stage<Exchange> {
+export function idempotency(): Stage<Exchange> {
   return async (x, next) => {
     const { principal } = x;
     const { method } = x.request;
@@ -32,9 +32,6 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
       instance: x.url.pathname,
       requestId: x.requestId,
     };
-    // The stored answer is the finished one (its ETag and media type), as the client first received it.
-    const options = { cache: 'no-store', contentType: x.contentType, cacheMaxAge } as const;
-    const finishing = (response: Response) => finish(method, x.conditions ?? NO_CONDITIONS, response, options);
     return runIdempotent(
       dbOf(x),
       request,
@@ -42,7 +39,6 @@ export function idempotency(cacheMaxAge: number): Stage<Exchange> {
         x.savepoint = savepoint;
         return next(x);
       },
-      finishing,
       routeOf(x).refusesBeforeWriting !== true,
     );
   };

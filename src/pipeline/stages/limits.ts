@@ -110,12 +110,6 @@ function createBars(maxKeys: number) {
   };
 }
 
-/** Counts `key` in `table` and throws 429 past the limit; the decision is the exchange's. */
-export async function countOrRefuse(x: Exchange, limits: Limits, table: LimitTable, key: string): Promise<void> {
-  x.rate = await limits.count(table, key);
-  if (!x.rate.allowed) throw rateLimited(x.rate);
-}
-
 /**
  * Counts a request that no route counted against its client address, and
  * refuses it with 429 past the limit (401, 404, 405, 406, 413… included);
@@ -130,15 +124,17 @@ export function addressLimit(limits: Limits | undefined): Stage<Exchange> {
     const limited = limits.limited(x.route);
     const exempt =
       limited === 'never' ||
-      (response.status < 400 && (limited === false || (x.preflight && x.match?.kind === 'options')));
-    if (x.rate === undefined && !exempt) {
-      x.rate = await limits.count('addresses', addressGroup(x.address));
-      if (!x.rate.allowed) response = problemResponse(rateLimited(x.rate), x.path, x.requestId);
+      (response.status < 400 && (limited === false || (x.preflight && x.match.kind === 'options')));
+    // The authorize stage's decision, when it counted the request; else this one's.
+    let rate = x.rate;
+    if (rate === undefined && !exempt) {
+      rate = await limits.count('addresses', addressGroup(x.address));
+      if (!rate.allowed) response = problemResponse(rateLimited(rate), x.path, x.requestId);
     }
-    if (x.rate !== undefined) {
+    if (rate !== undefined) {
       const headers = fieldsOf(response);
       headers.set('ratelimit-policy', limits.policy);
-      headers.set('ratelimit', rateLimitField(x.rate));
+      headers.set('ratelimit', rateLimitField(rate));
     }
     return response;
   };

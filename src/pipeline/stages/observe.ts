@@ -5,13 +5,11 @@
  */
 import type { Logger } from '../../base/logger.ts';
 import { fieldsOf } from '../../http/response.ts';
-import type { Router } from '../../http/router.ts';
 import type { HttpMetrics } from '../../metrics/http-metrics.ts';
 import type { Stage } from '../compose.ts';
-import type { RouteSpec } from '../context.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function observe(log: Logger, metrics: HttpMetrics, router: Router<RouteSpec>): Stage<Exchange> {
+export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange> {
   return async (x, next) => {
     const response = await next(x);
     fieldsOf(response).set('x-request-id', x.requestId);
@@ -28,7 +26,7 @@ export function observe(log: Logger, metrics: HttpMetrics, router: Router<RouteS
     };
     if (x.aborted) log.info('request', { ...line, aborted: true });
     else log.info('request', line);
-    metrics.request(patternOf(x, router), x.request.method, x.aborted ? undefined : response.status, seconds);
+    metrics.request(patternOf(x), x.request.method, x.aborted ? undefined : response.status, seconds);
     return response;
   };
 }
@@ -43,12 +41,8 @@ type RequestLine = {
   clientAddress: string;
 };
 
-/**
- * The route pattern a request is counted under: its route's, or its path's
- * for 405 and OPTIONS; none for 404. A request refused before routing (413,
- * 408, a client gone) is routed here, once, for its label.
- */
-function patternOf(x: Exchange, router: Router<RouteSpec>): string | undefined {
-  const match = x.match ?? router.match(x.request.method, x.path);
+/** The route pattern a request is counted under: its route's, or its path's for 405 and OPTIONS; none for 404. */
+function patternOf(x: Exchange): string | undefined {
+  const { match } = x;
   return match.kind === 'not-found' ? undefined : match.pattern;
 }

@@ -2,30 +2,46 @@
  * Read replicas (contract §17). A write's position is recorded for its
  * principal once it committed (or did not), before its answer leaves; a GET
  * or HEAD of a route marked `replica` goes to the replica when it is in use
- * and has replayed the principal's last write. A conditional GET the
- * replica does not answer 304 may name a newer revision than the replica
- * holds, so the primary answers it: never a stale 200 (and a 304 from the
- * replica is exact). Where the route knows its tag without building the
- * answer (an order's revision), the replica only tells that tag. A replica
- * that goes away under a read: the primary answers it, and the next ones.
- * Without `DATABASE_READ_URL` the stage does nothing.
+ * and has replayed the principal's last write. The stage decides where the
+ * request's statements go before the stages inside it run, once:
+ *
+ * - a GET without `If-None-Match`: the replica;
+ * - a conditional GET of a route that knows its tag without building the
+ *   answer (an order's revision): the tag is read on the replica, whose 304 is
+ *   exact, and a 200 is built on the primary (a tag the replica does not
+ *   match may name a newer revision than it holds: never a stale 200);
+ * - any other conditional GET: the primary (only the answer tells its tag).
+ *
+ * A replica that goes away under a read: that statement and the request's
+ * next ones run on the primary, and so do the next requests' until the
+ * monitor sees the replica back. Without `DATABASE_READ_URL` the stage does
+ * nothing.
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import type { Principal } from '../../auth/authenticator.ts';
-import type { Database } from '../../db/database.ts';
+import type { Db, Tx } from '../../db/database.ts';
 import { isDatabaseUnavailable } from '../../db/errors.ts';
 import { parseLsn } from '../../replica/lsn.ts';
 import { UNKNOWN } from '../../replica/positions.ts';
 import { pass, type Stage } from '../compose.ts';
 import type { ReplicaReads } from '../context.ts';
-import { routeOf, type Exchange } from '../exchange.ts';
+import { routeOf, type Exchange, type Source } from '../exchange.ts';
 
-/** What the conditional stage answers when the replica's tag does not match: the primary is to answer. */
-export const MISSED = new Response(null, { status: 412 });
-
-export function replicaReads(reads: ReplicaReads | undefined, primary: Database, log: Logger): Stage<Exchange> {
+export function replicaReads(
+  reads: ReplicaReads | undefined,
+  primary: Source & Pick<Db, 'one'>,
+  log: Logger,
+): Stage<Exchange> {
   if (reads === undefined) return pass();
   const { replica, positions } = reads;
+  const onReplica: Source = {
+    handle: (scope) =>
+      fallingBack(
+        replica.db.handle(scope),
+        () => primary.handle(scope),
+        (e) => replica.failed(e),
+      ),
+  };
 
   /** Records where `userId` wrote: the primary's WAL position, now that the write committed (or did not). */
   async function recordWrite(userId: number, requestId: string): Promise<void> {
@@ -40,11 +56,11 @@ export function replicaReads(reads: ReplicaReads | undefined, primary: Database,
     }
   }
 
-  /** The replica when it may serve this principal's read, else the primary. */
-  async function readerFor(who: Principal | undefined): Promise<Database> {
-    if (!replica.serves(undefined)) return primary;
+  /** Whether the replica may serve this principal's read. */
+  async function serves(who: Principal | undefined): Promise<boolean> {
+    if (!replica.serves(undefined)) return false;
     const position = who === undefined ? undefined : await positions.lookup(who.userId);
-    return position !== UNKNOWN && replica.serves(position) ? replica.db : primary;
+    return position !== UNKNOWN && replica.serves(position);
   }
 
   return async (x, next) => {
@@ -56,25 +72,42 @@ export function replicaReads(reads: ReplicaReads | undefined, primary: Database,
         if (x.principal !== undefined) await recordWrite(x.principal.userId, x.requestId);
       }
     }
-    const source = routeOf(x).replica === true ? await readerFor(x.principal) : primary;
-    if (source === primary) return next(x);
-    const onPrimary = () => {
-      x.source = primary;
-      x.handle = undefined;
-      x.tagOnly = false;
-      return next(x);
-    };
+    const route = routeOf(x);
+    if (route.replica !== true || !(await serves(x.principal))) return next(x);
+    if (x.header('if-none-match') === null) x.source = onReplica;
+    else if (route.currentTag !== undefined) x.tagSource = onReplica;
+    return next(x);
+  };
+}
+
+/**
+ * A read handle on the replica that turns to the primary's (`primary()`, taken once) from the first statement
+ * the replica fails for want of it (`failed` is told): that statement runs again there, and the handle's
+ * next ones run there too. A read's statements change nothing, so running one again is safe.
+ */
+export function fallingBack(onReplica: Db, primary: () => Db, failed: (error: unknown) => void): Db {
+  let current = onReplica;
+  let turned = false;
+  async function run<T>(work: (db: Db) => Promise<T>): Promise<T> {
+    if (turned) return work(current);
     try {
-      x.source = source;
-      const conditional = x.header('if-none-match') !== null;
-      x.tagOnly = conditional;
-      const response = await next(x);
-      if (response === MISSED || (conditional && response.status !== 304)) return onPrimary();
-      return response;
+      return await work(current);
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
-      replica.failed(error);
-      return onPrimary();
+      failed(error);
+      turned = true;
+      current = primary();
+      return work(current);
     }
+  }
+  return {
+    one: (name, params) => run((db) => db.one(name, params)),
+    many: (name, params) => run((db) => db.many(name, params)),
+    exec: (name, params) => run((db) => db.exec(name, params)),
+    composed: (name, fragments, params) => run((db) => db.composed(name, fragments, params)),
+    begin: <T>(work: (db: Tx) => Promise<T>) => run((db) => db.begin(work)),
+    get pool() {
+      return current.pool;
+    },
   };
 }

@@ -1,8 +1,9 @@
 /**
- * Routing and content negotiation (contract §4, §8). The route stage finds
- * the route of the method and path as the client sent them: 404 for none,
- * 405 with `Allow` for another method, 204 with `Allow` (and `Accept-Patch`
- * where PATCH is allowed, RFC 5789 §3.1) for OPTIONS. The negotiate stage
+ * Routing and content negotiation (contract §4, §8). The route stage answers
+ * what the router found for the method and path as the client sent them
+ * (`x.match`, found when the request arrived): 404 for no route, 405 with
+ * `Allow` for another method, 204 with `Allow` (and `Accept-Patch` where
+ * PATCH is allowed, RFC 5789 §3.1) for OPTIONS. The negotiate stage
  * settles the version and media type of the answer from `Accept` and the
  * path's prefix, and refuses version 1 past its sunset (410).
  */
@@ -10,17 +11,13 @@ import { ACCEPT_PATCH } from '../../http/json-body.ts';
 import { negotiate } from '../../http/negotiation.ts';
 import { HttpError } from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
-import type { Router } from '../../http/router.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
 import type { Stage } from '../compose.ts';
-import type { RouteSpec } from '../context.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
-export function route(router: Router<RouteSpec>): Stage<Exchange> {
+export function route(): Stage<Exchange> {
   return async (x, next) => {
-    const match = router.match(x.request.method, x.path);
-    x.match = match;
-    if (match.version !== undefined) x.version = match.version;
+    const { match } = x;
     switch (match.kind) {
       case 'not-found':
         throw new HttpError(404, 'not-found', { detail: `No resource at ${x.path}.` });
@@ -35,8 +32,6 @@ export function route(router: Router<RouteSpec>): Stage<Exchange> {
           headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
         });
     }
-    x.route = match.handler;
-    x.params = match.params;
     return next(x);
   };
 }
@@ -45,14 +40,15 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange> {
   return async (x, next) => {
     const route = routeOf(x);
     if (route.versioned === false) return next(x);
-    const negotiated = negotiate(x.header('accept'), x.version);
+    const prefix = x.match.version;
+    const negotiated = negotiate(x.header('accept'), prefix);
     if (negotiated.ok) {
       x.version = negotiated.version;
       x.contentType = negotiated.contentType;
     } else if (route.doc.success.status === 204) {
       // contract §4: a success with no body (DELETE → 204) is not refused for its Accept
       // (`application/problem+json`, as RFC 9457 clients send); its problems are problem+json anyway.
-      x.version ??= 1;
+      x.version = prefix ?? 1;
     } else {
       throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
     }
