@@ -247,7 +247,7 @@ describe("the pipeline's tables of users and addresses", () => {
         cursorKey: new Uint8Array(32),
         log: createLogger('silent'),
         authenticator,
-        hooks: { rateLimitMaxKeys: 10 },
+        tuning: { rateLimitMaxKeys: 10 },
       },
       routes,
     );

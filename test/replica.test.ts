@@ -73,7 +73,7 @@ describe('a read replica (contract §17)', { skip: REPLICA_MISSING }, () => {
     });
     server = await startServer(config, {
       log: createLogger('info', (line) => logs.push(JSON.parse(line) as Record<string, unknown>)),
-      hooks: { replicaPollMs: 50 },
+      tuning: { replicaPollMs: 50 },
     });
     await seed(server.db);
     standby = postgres(pair.standbyUrl(DATABASE), { max: 1, onnotice: () => {} });

@@ -131,7 +131,7 @@ function digest(text: string): Buffer {
  * scrapes at once share it), else of a new read.
  */
 function databaseFigures(ctx: RequestContext, recorder: HttpMetrics): Promise<Figures | undefined> {
-  const maxAge = ctx.services.hooks?.metricsDatabaseMaxAgeMs ?? METRICS_DATABASE_MAX_AGE_MS;
+  const maxAge = ctx.services.tuning?.metricsDatabaseMaxAgeMs ?? METRICS_DATABASE_MAX_AGE_MS;
   const now = performance.now();
   const last = lastReads.get(recorder);
   if (last !== undefined && now - last.at < maxAge) return last.figures;

@@ -44,7 +44,6 @@ async function create(ctx: RequestContext): Promise<Response> {
     if (!equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
     if (errors.length > 0) throw validationError(errors);
     const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
-    await ctx.services.hooks?.afterPaymentInsert?.();
     await db.exec('MarkOrderPaid', [order.id]);
     const paid = (await db.one<OrderRow>('GetOrder', [order.id, null])) as OrderRow;
     await recordEvent(db, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));

@@ -29,8 +29,8 @@ export interface Services {
    * `DATABASE_DEADLINE_MS`.
    */
   readonly databaseDeadlineMs?: number;
-  /** Fault injection for tests, set only through `startServer()`'s options; never from configuration or a request. */
-  readonly hooks?: TestHooks;
+  /** Bounds and timings whose production defaults tests make small or short. */
+  readonly tuning?: Tuning;
   /** What the pipeline counts for GET /metrics; `createApp()` makes it when not given. */
   readonly metrics?: HttpMetrics;
   /**
@@ -45,23 +45,22 @@ export interface Services {
   readonly reads?: ReplicaReads;
 }
 
+/** Bounds and timings with production defaults (each named where it is used); tests make them small or short. */
+export interface Tuning {
+  /** The rate limiter's table bound (`DEFAULT_MAX_KEYS`). */
+  readonly rateLimitMaxKeys?: number;
+  /** How long GET /metrics keeps the database's figures (`METRICS_DATABASE_MAX_AGE_MS`); 0: never. */
+  readonly metricsDatabaseMaxAgeMs?: number;
+  /** The shared limits' key prefix (`REDIS_KEY_PREFIX`): test runs sharing a Redis never meet. */
+  readonly redisKeyPrefix?: string;
+  /** The read replica's monitor poll, in ms (`REPLICA_POLL_MS`). */
+  readonly replicaPollMs?: number;
+}
+
 /** The read replica and the positions of the last writes (src/replica/). */
 export interface ReplicaReads {
   readonly replica: Replica;
   readonly positions: Positions;
-}
-
-export interface TestHooks {
-  /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
-  afterPaymentInsert?(): Promise<void>;
-  /** The rate limiter's table bound (default `DEFAULT_MAX_KEYS`), small so that a test can overfill it. */
-  readonly rateLimitMaxKeys?: number;
-  /** How long GET /metrics keeps the database's figures (default `METRICS_DATABASE_MAX_AGE_MS`); 0: never. */
-  readonly metricsDatabaseMaxAgeMs?: number;
-  /** The shared limits' key prefix (default `REDIS_KEY_PREFIX`), so that test runs sharing a Redis never meet. */
-  readonly redisKeyPrefix?: string;
-  /** The read replica's monitor poll, in ms (default `REPLICA_POLL_MS`), short so that a test sees a change soon. */
-  readonly replicaPollMs?: number;
 }
 
 export interface RequestContext {

@@ -82,7 +82,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     database,
     services: { log, config, ...rest },
   };
-  const limits = createLimits(config, metrics, given.sharedLimits, given.hooks?.rateLimitMaxKeys);
+  const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes);
   const run = compose<Exchange>([

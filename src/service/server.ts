@@ -7,7 +7,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../pipeline/pipeline.ts';
-import type { ReplicaReads, TestHooks } from '../pipeline/context.ts';
+import type { ReplicaReads, Tuning } from '../pipeline/context.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
@@ -35,8 +35,13 @@ export interface StartOptions {
   readonly log?: Logger;
   /** Called with the demo tokens when this start created the embedded database. */
   readonly onDemoTokens?: (tokens: DemoTokens) => void;
-  /** Fault injection for tests only (see `TestHooks`). */
-  readonly hooks?: TestHooks;
+  /** Bounds and timings whose production defaults tests make small or short. */
+  readonly tuning?: Tuning;
+  /**
+   * The database as the requests see it, made from the one opened: tests wrap it to inject a fault after a
+   * statement (test/support/db-faults.ts). Default: the database itself.
+   */
+  readonly database?: (opened: Database) => Database;
   /** How long a request may wait for the database in all; contract §11's 5 s unless a test shortens it. */
   readonly databaseDeadlineMs?: number;
   /** contract §11's time for a request head (10 s); tests shorten it. */
@@ -81,18 +86,19 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     tokens = await prepareDatabase(db, config, log);
     const cursorKey = await serviceKey(db, 'cursor');
-    sharedLimits = await openLimits(config, log, options.hooks);
-    reads = await openReads(config, db, log, options.hooks);
+    const tuning = options.tuning ?? {};
+    sharedLimits = await openLimits(config, log, tuning);
+    reads = await openReads(config, db, log, tuning);
     const app = createApp(
       {
         config,
         metrics,
         ...(reads === undefined ? {} : { reads }),
-        db,
+        db: options.database?.(db) ?? db,
         log,
         cursorKey,
         authenticator: createAuthenticator(db),
-        ...(options.hooks ? { hooks: options.hooks } : {}),
+        tuning,
         ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }),
         ...(sharedLimits === undefined ? {} : { sharedLimits }),
       },
@@ -156,13 +162,9 @@ async function prepareDatabase(db: Database, config: Config, log: Logger): Promi
 }
 
 /** contract §17: waits for Redis at most its connect time-out; unreachable, the process counts on its own. */
-async function openLimits(
-  config: Config,
-  log: Logger,
-  hooks: TestHooks | undefined,
-): Promise<SharedLimits | undefined> {
+async function openLimits(config: Config, log: Logger, tuning: Tuning): Promise<SharedLimits | undefined> {
   if (config.redisUrl === undefined || config.rateLimit === undefined) return undefined;
-  const keyPrefix = hooks?.redisKeyPrefix;
+  const keyPrefix = tuning.redisKeyPrefix;
   return openSharedLimits({
     url: config.redisUrl,
     limit: config.rateLimit,
@@ -172,12 +174,7 @@ async function openLimits(
 }
 
 /** contract §17: the replica and where each principal last wrote, kept as long as REPLICA_MAX_LAG (and a second). */
-async function openReads(
-  config: Config,
-  db: Database,
-  log: Logger,
-  hooks: TestHooks | undefined,
-): Promise<ReplicaReads | undefined> {
+async function openReads(config: Config, db: Database, log: Logger, tuning: Tuning): Promise<ReplicaReads | undefined> {
   if (config.databaseReadUrl === undefined) return undefined;
   const ttlMs = (config.replicaMaxLagSeconds + 1) * 1000;
   const positions =
@@ -188,7 +185,7 @@ async function openReads(
           ttlMs,
           log,
           // Tests run apart in one Redis database by their own prefix.
-          ...(hooks?.redisKeyPrefix === undefined ? {} : { prefix: `${hooks.redisKeyPrefix}ryw:` }),
+          ...(tuning.redisKeyPrefix === undefined ? {} : { prefix: `${tuning.redisKeyPrefix}ryw:` }),
         });
   try {
     const replica = await openReplica({
@@ -198,7 +195,7 @@ async function openReads(
       poolMax: config.dbPoolMax,
       prepare: config.dbPrepare,
       log,
-      ...(hooks?.replicaPollMs === undefined ? {} : { pollMs: hooks.replicaPollMs }),
+      ...(tuning.replicaPollMs === undefined ? {} : { pollMs: tuning.replicaPollMs }),
     });
     return { replica, positions };
   } catch (error) {

@@ -8,8 +8,9 @@ import { SCOPES, type Scope } from '../../src/auth/tokens.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import type { LogLevel } from '../../src/base/logger.ts';
 import { createLogger } from '../../src/base/logger.ts';
+import type { Tuning } from '../../src/pipeline/context.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/service/server.ts';
-import type { TestHooks } from '../../src/pipeline/context.ts';
+import { afterStatement } from './db-faults.ts';
 import { createUser } from '../../src/users/user-store.ts';
 import { seed } from '../../src/service/seed.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -38,6 +39,12 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** What a test may change of a server: the bounds and timings of `Tuning`, and a fault in the payment. */
+export interface TestHooks extends Tuning {
+  /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
+  afterPaymentInsert?(): Promise<void>;
+}
+
 let counter = 0;
 
 export async function startTestServer(
@@ -63,7 +70,13 @@ export async function startTestServer(
   const log = createLogger(config.logLevel, (line) => {
     logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  const server = await startServer(config, { log, ...(hooks ? { hooks } : {}), ...(webhooks ? { webhooks } : {}) });
+  const { afterPaymentInsert, ...tuning } = hooks ?? {};
+  const server = await startServer(config, {
+    log,
+    tuning,
+    ...(afterPaymentInsert === undefined ? {} : { database: afterStatement('InsertPayment', afterPaymentInsert) }),
+    ...(webhooks ? { webhooks } : {}),
+  });
   // The embedded database seeds itself when created; a real server's never does.
   if (!server.db.created) await seed(server.db);
   // With the run's replica, a test's own writes around the service (SQL, users, tokens) reach the standby before

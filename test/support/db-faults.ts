@@ -1,0 +1,42 @@
+/**
+ * Faults injected where the database meets the service, for tests only:
+ * `startServer()`'s `database` option takes the database as the requests
+ * see it, and these wrap it. The service's own types know nothing of them.
+ */
+import type { Database, Db, Param, Tx } from '../../src/db/database.ts';
+import type { RequestScope } from '../../src/db/scope.ts';
+
+/**
+ * The database whose request handles run `hook` each time the statement `name` has run (in a transaction or
+ * not), before its result is handed back: a hook that throws fails the statement's caller, one that waits holds
+ * its transaction open. The pool's own handle and everything else are the database's.
+ */
+export function afterStatement(name: string, hook: () => Promise<void> | void): (db: Database) => Database {
+  return (db) => {
+    const wrapped = Object.create(db) as Database & { handle(scope?: RequestScope): Db };
+    wrapped.handle = (scope?: RequestScope) => around(db.handle(scope), name, hook);
+    return wrapped;
+  };
+}
+
+function around<T extends Db>(inner: T, name: string, hook: () => Promise<void> | void): T {
+  const after = async <R>(statement: string, result: Promise<R>): Promise<R> => {
+    const value = await result;
+    if (statement === name) await hook();
+    return value;
+  };
+  const wrapped = Object.create(inner) as T & { savepoint?: Tx['savepoint'] };
+  Object.assign(wrapped, {
+    one: (statement: string, params?: readonly Param[]) => after(statement, inner.one(statement, params)),
+    many: (statement: string, params?: readonly Param[]) => after(statement, inner.many(statement, params)),
+    exec: (statement: string, params?: readonly Param[]) => after(statement, inner.exec(statement, params)),
+    composed: (statement: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[]) =>
+      after(statement, inner.composed(statement, fragments, params)),
+    begin: <R>(work: (db: Tx) => Promise<R>) => inner.begin((tx) => work(around(tx, name, hook))),
+  });
+  if ('savepoint' in inner) {
+    const tx = inner as unknown as Tx;
+    wrapped.savepoint = <R>(work: (db: Tx) => Promise<R>) => tx.savepoint((sp) => work(around(sp, name, hook)));
+  }
+  return wrapped;
+}
