@@ -1,7 +1,8 @@
-/** The entity tag of an order (src/orders/etag.ts, contract §9). */
+/** The entity tag of an order (src/orders/etag.ts, contract §9), and its representation's generation (format.ts). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ORDER_FORMAT, orderTag } from '../src/orders/etag.ts';
+import { orderTag } from '../src/orders/etag.ts';
+import { essentialSql, generationOf, ORDER_FORMAT, orderDefinition } from '../src/orders/format.ts';
 import { orderRepresentation, type OrderRow } from '../src/orders/representation.ts';
 
 describe('orderTag()', () => {
@@ -15,7 +16,9 @@ describe('orderTag()', () => {
       [4, 23, 1, 'application/json', '"o4r23v1.json.f1"'],
       [9007199254740991, 9007199254740991, 2, 'application/json', '"o9007199254740991r9007199254740991v2.json.f1"'],
     ];
-    for (const [id, revision, version, type, tag] of cases) assert.equal(orderTag(id, revision, version, type), tag);
+    for (const [id, revision, version, type, tag] of cases)
+      assert.equal(orderTag(id, revision, version, type, '1'), tag);
+    assert.equal(orderTag(42, 3, 1, 'application/json'), `"o42r3v1.json.f${ORDER_FORMAT}"`);
   });
 
   it('never gives two orders or two revisions one tag (the letters separate the numbers)', () => {
@@ -28,11 +31,23 @@ describe('orderTag()', () => {
 });
 
 describe('ORDER_FORMAT', () => {
-  // The tag stands for these bytes. When this test fails because the
-  // serializer changed its output, increase ORDER_FORMAT in src/orders/etag.ts
-  // (so no client revalidates old bytes against the new ones), then update
-  // the expected format and text here.
-  it('stands for exactly this output of orderRepresentation', () => {
+  it('is the generation of the statements that build an order and of the serializer, as they are', () => {
+    assert.match(ORDER_FORMAT, /^[0-9a-z]{7}$/);
+    assert.equal(ORDER_FORMAT, generationOf(orderDefinition()));
+  });
+
+  it('changes with any part of the definition, and not with an SQL comment or its layout', () => {
+    const definition = orderDefinition();
+    const changed = (i: number, text: string) => generationOf(definition.map((part, j) => (j === i ? text : part)));
+    for (let i = 0; i < definition.length; i += 1) {
+      assert.notEqual(changed(i, `${definition[i]} `), ORDER_FORMAT, `part ${i}`);
+    }
+    assert.equal(definition.length, 6, 'two statements, two samples in two versions');
+    assert.equal(essentialSql('SELECT a,  -- the id\n       b\nFROM t;'), 'SELECT a, b FROM t;');
+  });
+
+  // What the serializer gives for a sample order (its generation changes when this does).
+  it('stands for this output of orderRepresentation', () => {
     const row: OrderRow = {
       id: 7,
       customer_id: 3,
@@ -46,7 +61,6 @@ describe('ORDER_FORMAT', () => {
         { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' },
       ],
     };
-    assert.equal(ORDER_FORMAT, 1);
     assert.equal(
       JSON.stringify(orderRepresentation(row, 1)),
       '{"id":7,"customerId":3,"status":"pending","currency":"EUR","total":49.9,' +

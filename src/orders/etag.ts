@@ -1,17 +1,12 @@
 /**
  * The entity tag of an order (contract §9), derived from its revision rather
  * than from its bytes, so that a request can be answered 304 from the
- * revision alone. Pure.
+ * revision alone; and from the generation of the order's representation
+ * (src/orders/format.ts), which changes by itself when the representation
+ * does.
  */
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
-
-/**
- * The generation of the order serializer (`orderRepresentation`). The tag
- * stands for bytes the database does not see: when the serializer's output
- * for an unchanged order changes, this changes too, so no cache keeps the
- * old bytes. test/order-etag.test.ts pins the output it stands for.
- */
-export const ORDER_FORMAT = 1;
+import { ORDER_FORMAT } from './format.ts';
 
 /** Short codes of the media types an order is served in (contract §8). */
 const MEDIA_CODES: ReadonlyMap<string, string> = new Map([
@@ -26,11 +21,17 @@ const MEDIA_CODES: ReadonlyMap<string, string> = new Map([
  * version and per media type, the same for every caller. Opaque to clients.
  *
  * @example
- * orderTag(42, 3, 1, 'application/json')               // '"o42r3v1.json.f1"'
- * orderTag(42, 3, 2, 'application/vnd.orders.v2+json') // '"o42r3v2.vnd.f1"'
+ * orderTag(42, 3, 1, 'application/json')               // '"o42r3v1.json.f' + ORDER_FORMAT + '"'
+ * orderTag(42, 3, 2, 'application/vnd.orders.v2+json') // '"o42r3v2.vnd.f' + ORDER_FORMAT + '"'
  */
-export function orderTag(id: number, revision: number, version: Version, mediaType: string): string {
+export function orderTag(
+  id: number,
+  revision: number,
+  version: Version,
+  mediaType: string,
+  format: string = ORDER_FORMAT,
+): string {
   const code = MEDIA_CODES.get(mediaType);
   if (code === undefined) throw new Error(`no entity tag code for the media type ${mediaType}`);
-  return `"o${id}r${revision}v${version}.${code}.f${ORDER_FORMAT}"`;
+  return `"o${id}r${revision}v${version}.${code}.f${format}"`;
 }

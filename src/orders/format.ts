@@ -1,0 +1,80 @@
+/**
+ * The generation of an order's representation, found rather than kept by
+ * hand (contract §9). An order's tag stands for bytes derived from its
+ * revision, not hashed from them: when the representation of an unchanged
+ * order changes, its tag must change too, so that no cache revalidates the
+ * old bytes. The representation is defined twice, by the statements that
+ * build it as JSON text in the database (`GetOrderJson`, `GetOrderJsonV2`,
+ * sql/queries/orders.sql) and by `orderRepresentation()`; the generation is
+ * a hash of both: the statements' text, comments and layout aside, and what
+ * the serializer makes of sample orders in each version. A change of either
+ * changes it by itself. (test/order-json.test.ts checks, on both databases,
+ * that the two give the same bytes.)
+ */
+import { createHash } from 'node:crypto';
+import { QUERIES_DIR } from '../db/database.ts';
+import { loadStatements } from '../db/statements.ts';
+import { orderRepresentation, type OrderRow } from './representation.ts';
+
+/** The statements that build an order's JSON text. */
+const STATEMENTS = ['GetOrderJson', 'GetOrderJsonV2'];
+
+/** Orders whose representations stand for the serializer's: with items and without, in two states. */
+const SAMPLES: readonly OrderRow[] = [
+  {
+    id: 7,
+    customer_id: 3,
+    status: 'pending',
+    currency: 'EUR',
+    total: '49.90',
+    created_at: new Date('2026-11-22T06:43:00.123Z'),
+    updated_at: new Date('2026-11-22T06:44:00.456Z'),
+    items: [
+      { id: 11, orderId: 7, productId: 1, qty: 2, unitPrice: '12.50' },
+      { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' },
+    ],
+  },
+  {
+    id: 9007199254740991,
+    customer_id: 1,
+    status: 'cancelled',
+    currency: 'JPY',
+    total: '0.00',
+    created_at: new Date('2026-01-01T00:00:00.000Z'),
+    updated_at: new Date('2026-01-01T00:00:00.000Z'),
+    items: [],
+  },
+];
+
+/** The text of an SQL statement without its comments and with its blanks collapsed. */
+export function essentialSql(text: string): string {
+  return text
+    .replace(/--[^\n]*/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * The generation of a representation defined by `definition` (its parts, in order): 8 characters of base 36
+ * from its SHA-256, the same for the same definition in every process and every release.
+ */
+export function generationOf(definition: readonly string[]): string {
+  const digest = createHash('sha256').update(definition.join('\n'), 'utf8').digest();
+  return digest.readUInt32BE(0).toString(36).padStart(7, '0').slice(0, 7);
+}
+
+/** The definition of an order's representation today: the statements' essential text, the samples' bytes. */
+export function orderDefinition(): string[] {
+  const statements = loadStatements(QUERIES_DIR);
+  return [
+    ...STATEMENTS.map((name) => {
+      const statement = statements.get(name);
+      if (statement === undefined) throw new Error(`no statement ${name} in sql/queries/`);
+      return essentialSql(statement.text);
+    }),
+    ...SAMPLES.flatMap((row) => [1, 2].map((version) => JSON.stringify(orderRepresentation(row, version as 1 | 2)))),
+  ];
+}
+
+/** The generation of an order's representation, part of its tag (src/orders/etag.ts). */
+export const ORDER_FORMAT = generationOf(orderDefinition());
