@@ -404,3 +404,37 @@ describe('the prepared statement cache key (fix 7)', () => {
     }
   });
 });
+
+describe('a prepared statement the session lost (fix 8)', () => {
+  it('is retried outside a transaction, and never inside one: it fails there with 26000, sent once', async () => {
+    const sent: string[] = [];
+    const text = 'SELECT $1::int AS n';
+    const sql = postgres(url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_connection: number, query: string) => void (query === text && sent.push(query)),
+    });
+    try {
+      const run = (on: Pick<Sql, 'unsafe'>, n: number) => on.unsafe(text, [n], { prepare: true });
+      // What a transaction-mode pooler does to a prepared statement: the next server session does not know it.
+      const lose = () => sql.unsafe('DEALLOCATE ALL');
+      await run(sql as Sql, 1);
+      await lose();
+      assert.deepEqual([...(await run(sql as Sql, 2))], [{ n: 2 }]);
+      assert.equal(sent.length, 3, 'retried once, outside a transaction');
+      sent.length = 0;
+      const outcome = await reservedTransaction(sql as Sql, async (tx) => {
+        await tx.unsafe('DEALLOCATE ALL');
+        return run(tx, 3);
+      }).then(
+        () => 'committed',
+        (error: { code?: string }) => error.code,
+      );
+      assert.equal(outcome, '26000');
+      // Retried, it would only meet the aborted transaction (25P02): or, for a COMMIT, end it with ROLLBACK.
+      assert.equal(sent.length, 1, 'sent once inside the transaction');
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
