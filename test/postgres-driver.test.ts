@@ -72,7 +72,7 @@ function signal(): { promise: Promise<void>; fire: () => void } {
 }
 
 describe('the patched postgres driver', { timeout: 20_000 }, () => {
-  it('is patched: every patch of patches/ is in node_modules, in order, in the ES module build only (npm ci applies them)', () => {
+  it('is patched: every patch of patches/ is in node_modules, in order, in src/ only (npm ci applies them)', () => {
     const patches = readdirSync(PATCHES)
       .filter((name) => name.endsWith('.patch'))
       .sort();

@@ -93,10 +93,7 @@ export function handles(
    * A transaction on the pool for `place`: its COMMIT, once the work is done and until it is answered, is the
    * scope's; a COMMIT whose connection is lost may have committed or not (`OutcomeUnknown`).
    */
-  const transaction = async <T>(
-    place: Place,
-    inner: (tx: TransactionSql) => Promise<T>,
-  ): Promise<T> => {
+  const transaction = async <T>(place: Place, inner: (tx: TransactionSql) => Promise<T>): Promise<T> => {
     admit(place);
     let untrack: (() => void) | undefined;
     try {

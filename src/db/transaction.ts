@@ -35,10 +35,7 @@ const IN_FAILED_TRANSACTION = '25P02';
  * statements, which a transaction-mode pooler may not know (`DB_PREPARE=off`) and which the driver would
  * retry after a failure (26000), even a COMMIT in an aborted transaction.
  */
-export async function transaction<T>(
-  sql: Sql,
-  work: (tx: TransactionSql) => Promise<T>,
-): Promise<T> {
+export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
   const reserved = await sql.reserve();
   let savepoints = 0;
   /** The transaction's work (`name` undefined) or a savepoint's, as the driver's `scope()` runs them. */
@@ -66,9 +63,12 @@ export async function transaction<T>(
     if (name === undefined) {
       // An aborted transaction (its error caught somewhere) ends with the command tag ROLLBACK, and no error.
       if ((await reserved.unsafe('commit')).command !== 'COMMIT')
-        throw Object.assign(new Error(`${COMMIT_ROLLED_BACK}: COMMIT was answered with ROLLBACK: nothing was committed`), {
-          code: COMMIT_ROLLED_BACK,
-        });
+        throw Object.assign(
+          new Error(`${COMMIT_ROLLED_BACK}: COMMIT was answered with ROLLBACK: nothing was committed`),
+          {
+            code: COMMIT_ROLLED_BACK,
+          },
+        );
     }
     return result;
   };
