@@ -11,6 +11,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
+import type { Sql } from '../src/db/connection.ts';
+import { transaction as reservedTransaction } from '../src/db/transaction.ts';
 import { createTestDatabase, type TestDatabase } from './support/database.ts';
 import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from './support/proxy.ts';
 
@@ -70,7 +72,7 @@ function signal(): { promise: Promise<void>; fire: () => void } {
 }
 
 describe('the patched postgres driver', { timeout: 20_000 }, () => {
-  it('is patched: every patch of patches/ is in node_modules, in order, in both builds (npm ci applies them)', () => {
+  it('is patched: every patch of patches/ is in node_modules, in order, in src/ only (npm ci applies them)', () => {
     const patches = readdirSync(PATCHES)
       .filter((name) => name.endsWith('.patch'))
       .sort();
@@ -85,11 +87,12 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     const texts = new Map<string, string>();
     for (const name of patches.toReversed()) {
       const hunks = hunksOf(readFileSync(new URL(name, PATCHES), 'utf8'));
-      const files = (build: string) => [...new Set(hunks.map((h) => h.file).filter((f) => f.startsWith(build)))];
+      // The service imports the driver as an ES module (its exports' "import": src/index.js), under tsx and in
+      // esbuild's bundle alike: the CommonJS copy (cjs/) is never loaded, and stays as published.
       assert.deepEqual(
-        files('cjs/src/').map((file) => file.slice('cjs/'.length)),
-        files('src/'),
-        `${name} patches both builds alike`,
+        hunks.filter((h) => !h.file.startsWith('src/')).map((h) => h.file),
+        [],
+        `${name} patches src/ only`,
       );
       for (const { file, original, patched } of hunks.toReversed()) {
         const text = texts.get(file) ?? readFileSync(new URL(file, DRIVER), 'utf8');
@@ -108,12 +111,13 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     try {
       const inside = signal();
       const resume = signal();
-      const transaction = sql.begin(async (tx) => {
-        await tx`SELECT 1`;
+      // The service's transaction (src/db/transaction.ts): its own begin and commit on a reserved connection.
+      const transaction = reservedTransaction(sql as Sql, async (tx) => {
+        await tx.unsafe('SELECT 1');
         inside.fire();
         await resume.promise;
         // The connection is gone: this must fail, not run elsewhere or resolve empty.
-        return tx`SELECT 42 AS answer`;
+        return tx.unsafe('SELECT 42 AS answer');
       });
       const outcome = transaction.then(
         () => 'committed',
@@ -143,11 +147,11 @@ describe('the patched postgres driver', { timeout: 20_000 }, () => {
     const sql = postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0 });
     try {
       const inside = signal();
-      const transaction = sql.begin(async (tx) => {
-        await tx`SELECT 1`;
+      const transaction = reservedTransaction(sql as Sql, async (tx) => {
+        await tx.unsafe('SELECT 1');
         inside.fire();
-        // Two at once: the second waits in the transaction's own queue.
-        return Promise.all([tx`SELECT pg_sleep(0.5)`, tx`SELECT 2`]);
+        // Two at once: the second waits in the reserved connection's own queue.
+        return Promise.all([tx.unsafe('SELECT pg_sleep(0.5)'), tx.unsafe('SELECT 2')]);
       });
       const outcome = transaction.then(
         () => 'committed',
@@ -395,6 +399,40 @@ describe('the prepared statement cache key (fix 7)', () => {
       const [other] = await sql.unsafe<{ v: string; n: number }[]>(text, [sql.typed(1, 23), text], { prepare: true });
       assert.equal(other!.v, '1');
       assert.equal(other!.n, 2);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
+
+describe('a prepared statement the session lost (fix 8)', () => {
+  it('is retried outside a transaction, and never inside one: it fails there with 26000, sent once', async () => {
+    const sent: string[] = [];
+    const text = 'SELECT $1::int AS n';
+    const sql = postgres(url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_connection: number, query: string) => void (query === text && sent.push(query)),
+    });
+    try {
+      const run = (on: Pick<Sql, 'unsafe'>, n: number) => on.unsafe(text, [n], { prepare: true });
+      // What a transaction-mode pooler does to a prepared statement: the next server session does not know it.
+      const lose = () => sql.unsafe('DEALLOCATE ALL');
+      await run(sql as Sql, 1);
+      await lose();
+      assert.deepEqual([...(await run(sql as Sql, 2))], [{ n: 2 }]);
+      assert.equal(sent.length, 3, 'retried once, outside a transaction');
+      sent.length = 0;
+      const outcome = await reservedTransaction(sql as Sql, async (tx) => {
+        await tx.unsafe('DEALLOCATE ALL');
+        return run(tx, 3);
+      }).then(
+        () => 'committed',
+        (error: { code?: string }) => error.code,
+      );
+      assert.equal(outcome, '26000');
+      // Retried, it would only meet the aborted transaction (25P02): or, for a COMMIT, end it with ROLLBACK.
+      assert.equal(sent.length, 1, 'sent once inside the transaction');
     } finally {
       await sql.end({ timeout: 1 });
     }

@@ -17,9 +17,10 @@ import { DatabaseUnreachable, DeadlineExceeded, isConnectionFailure, OutcomeUnkn
 import type { PoolCounter } from './pool-usage.ts';
 import { type DriverQuery, sent, type RequestScope } from './scope.ts';
 import { StatementError, type ResultShape, type Statement } from './statements.ts';
+import { transaction as reservedTransaction, type TransactionSql } from './transaction.ts';
 
 /** The pool, or a transaction taken from it. */
-type Queryable = Sql | postgres.TransactionSql<Record<string, never>>;
+type Queryable = Sql | TransactionSql;
 
 /** Where a handle runs: the pool or a transaction, for whose request (`scope`), the pool's own handle being none. */
 interface Place {
@@ -92,20 +93,17 @@ export function handles(
    * A transaction on the pool for `place`: its COMMIT, once the work is done and until it is answered, is the
    * scope's; a COMMIT whose connection is lost may have committed or not (`OutcomeUnknown`).
    */
-  const transaction = async <T>(
-    place: Place,
-    inner: (tx: postgres.TransactionSql<Record<string, never>>) => Promise<T>,
-  ): Promise<T> => {
+  const transaction = async <T>(place: Place, inner: (tx: TransactionSql) => Promise<T>): Promise<T> => {
     admit(place);
     let untrack: (() => void) | undefined;
     try {
-      const done = await (place.on as Sql).begin(async (tx) => {
+      const done = await reservedTransaction(place.on as Sql, async (tx) => {
         const value = await inner(tx);
         untrack = place.scope?.track('commit');
         return value;
       });
       circuit.reached();
-      return done as T;
+      return done;
     } catch (error) {
       circuit.failed(error);
       throw untrack !== undefined && isConnectionFailure(error) ? new OutcomeUnknown(error) : error;
@@ -121,7 +119,7 @@ export function handles(
     const ready = (name: string) => {
       if (open) throw new TransactionOpenError(name);
     };
-    type Inner<T> = (tx: postgres.TransactionSql<Record<string, never>>) => Promise<T>;
+    type Inner<T> = (tx: TransactionSql) => Promise<T>;
     /** Runs `work` on a new handle of the transaction `start` opens, refusing this handle's statements meanwhile. */
     const nested = async <T>(
       work: (db: Tx) => Promise<T>,
@@ -155,7 +153,7 @@ export function handles(
         return (await run(name, 'exec', params, place)).count;
       },
       begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        // On a transaction, the same one; on the pool, a new one (counted by `sql.begin`: countPoolUsage()).
+        // On a transaction, the same one; on the pool, a new one (counted by `sql.reserve`: countPoolUsage()).
         return nested(work, (inner) => ('savepoint' in on ? inner(on) : transaction(place, inner)));
       },
       savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {

@@ -6,7 +6,7 @@ import type { Sql } from './connection.ts';
 
 /**
  * The pool's use, counted here around every statement run on the pool and
- * every transaction (`sql.begin`), since the `postgres` driver exposes
+ * every transaction (its reserved connection, `sql.reserve`), since the `postgres` driver exposes
  * neither its busy connections nor its queue. A statement inside a
  * transaction is the transaction's. A connection runs one statement or
  * transaction at a time (the driver pipelines further statements onto busy
@@ -46,9 +46,26 @@ export function countPoolUsage(sql: Sql, size: number, circuit: { readonly open:
       active -= 1;
     }
   };
-  // Every transaction, also those begun on the driver's pool itself (migrations, tests).
-  const begin = sql.begin.bind(sql) as (...args: unknown[]) => Promise<unknown>;
-  (sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> }).begin = (...args) => counted(begin(...args));
+  // Every transaction (transaction.ts reserves a connection for each), also migrations' and tests'.
+  const reserve = sql.reserve.bind(sql);
+  sql.reserve = async () => {
+    active += 1;
+    let reserved: Awaited<ReturnType<typeof reserve>>;
+    try {
+      reserved = await reserve();
+    } catch (error) {
+      active -= 1;
+      throw error;
+    }
+    const release = reserved.release;
+    let held = true;
+    reserved.release = () => {
+      if (held) active -= 1;
+      held = false;
+      release();
+    };
+    return reserved;
+  };
   const pool: PoolUsage = {
     size,
     get inUse() {
