@@ -9,7 +9,7 @@ import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
  * The generation of the order serializer (`orderRepresentation`). The tag
  * stands for bytes the database does not see: when the serializer's output
  * for an unchanged order changes, this changes too, so no cache keeps the
- * old bytes. test/order-etag.test.ts pins the output it stands for.
+ * old bytes. test/domain/order-etag.test.ts pins the output it stands for.
  */
 export const ORDER_FORMAT = 1;
 
