@@ -10,41 +10,24 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { rawRequest, type RawAnswer } from '../support/http.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 import { findProgram } from '../support/tools.ts';
-
-interface Raw {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: Buffer;
-}
 
 let t: TestServer;
 let admin: Account;
 let customer: Account;
 
-function raw(path: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(`${t.url}${path}`, { method, headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () =>
-        resolve({ status: response.statusCode as number, headers: response.headers, body: Buffer.concat(chunks) }),
-      );
-      response.on('error', reject);
-    });
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+/** `path` of the test's server as node:http gets it: the body's bytes as they left the service. */
+const raw = (path: string, headers: Record<string, string> = {}, method = 'GET', body?: string) =>
+  rawRequest(`${t.url}${path}`, { headers, method, ...(body === undefined ? {} : { body }) });
 
-function decoded(answer: Raw): Buffer {
+function decoded(answer: RawAnswer): Buffer {
   const coding = answer.headers['content-encoding'];
   if (coding === 'gzip') return gunzipSync(answer.body);
   if (coding === 'br') return brotliDecompressSync(answer.body);
@@ -52,7 +35,7 @@ function decoded(answer: Raw): Buffer {
   return answer.body;
 }
 
-const varyOf = (answer: Raw) => String(answer.headers.vary ?? '').split(/\s*,\s*/);
+const varyOf = (answer: RawAnswer) => String(answer.headers.vary ?? '').split(/\s*,\s*/);
 
 before(async () => {
   t = await startTestServer();
@@ -78,7 +61,7 @@ async function newOrder(lines: number): Promise<number> {
 
 describe('content codings by Accept-Encoding', () => {
   const path = '/openapi.json';
-  let identity: Raw;
+  let identity: RawAnswer;
   before(async () => {
     identity = await raw(path);
   });

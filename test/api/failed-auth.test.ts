@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Param } from '../../src/db/database.ts';
+import { rawRequest } from '../support/http.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
 const LIMIT = 5;
@@ -44,20 +44,8 @@ after(async () => {
 const guess = () => `ord_${randomBytes(32).toString('base64url')}`;
 
 /** GET `path` with `token` on a connection from `address` (any of 127.0.0.0/8 on Linux). */
-function from(address: string, path: string, token: string): Promise<{ status: number }> {
-  const url = new URL(path, t.url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      { host: url.hostname, port: url.port, path, localAddress: address, headers: bearer(token), agent: false },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode as number }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+const from = (address: string, path: string, token: string) =>
+  rawRequest(`${t.url}${path}`, { localAddress: address, headers: bearer(token) });
 
 describe('failed authentication per client address', () => {
   it('refuses an address past its failures with 429 before any lookup, a right token too', async () => {

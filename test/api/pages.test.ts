@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { etagOf } from '../../src/http/conditional.ts';
 import { DOCS_CSP } from '../../src/pages/docs.ts';
+import { rawRequest } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -32,19 +32,9 @@ const get = (path: string, headers: Record<string, string> = {}, method = 'GET')
   fetch(`${t.url}${path}`, { method, headers: { 'accept-encoding': 'identity', ...headers } });
 
 /** GET of `path` exactly as written (fetch would resolve `/.` to `/`): status and problem type. */
-function rawGet(path: string): Promise<{ status: number; type: unknown }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(`${t.url}/`, { path }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, type: (JSON.parse(text) as { type?: unknown }).type }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
+async function rawGet(path: string): Promise<{ status: number; type: unknown }> {
+  const { status, text } = await rawRequest(`${t.url}/`, { path });
+  return { status, type: (JSON.parse(text) as { type?: unknown }).type };
 }
 
 const STRONG_TAG = /^"[A-Za-z0-9_-]{43}"$/;

@@ -3,8 +3,8 @@
  * HEAD), body limits, request ids and log lines, on the real server.
  */
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { rawRequest } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -95,17 +95,7 @@ describe('routing', () => {
   });
 
   it('serves an absolute-form request target by its path, whatever host it names (RFC 9112 §3.2.2)', async () => {
-    const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(
-        { host: '127.0.0.1', port: t.server.port, path: 'http://evil.example/v1/products', method: 'GET' },
-        (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+    const { status } = await rawRequest(t.url, { path: 'http://evil.example/v1/products' });
     assert.equal(status, 200);
   });
 });

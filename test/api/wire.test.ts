@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { rawRequest } from '../support/http.ts';
 import { startTestServer, type Account, type TestServer } from '../support/server.ts';
 
 interface RawResponse {
@@ -243,18 +243,7 @@ describe('the rate limit under a flood of source addresses', () => {
     await t.close();
   });
 
-  const get = (path: string, localAddress = '127.0.0.1') =>
-    new Promise<{ status: number; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
-      const req = httpRequest(
-        { host: '127.0.0.1', port: new URL(t.url).port, path, localAddress, agent: false },
-        (res) => {
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+  const get = (path: string, localAddress = '127.0.0.1') => rawRequest(`${t.url}${path}`, { localAddress });
 
   it('never gives a limited client a new window: new addresses past the bound share one overflow budget', async () => {
     const limited: number[] = [];

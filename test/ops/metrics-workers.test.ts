@@ -10,7 +10,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '../../src/base/logger.ts';
 import {
@@ -28,6 +27,7 @@ import {
   type Snapshot,
 } from '../../src/metrics/snapshot.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from '../support/database.ts';
+import { rawRequest } from '../support/http.ts';
 import { startService, type ServiceProcess, waitForOutput } from '../support/process.ts';
 
 const REQUESTS = '{route="/products",method="GET",status="200"}';
@@ -221,20 +221,8 @@ describe("the primary's instance figures (createInstanceFigures)", () => {
   });
 });
 
-/** GET `url` on a connection of its own (`agent: false`: `Connection: close`), so that any worker may take it. */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode as number, body }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** GET `url` on a connection of its own (`Connection: close`), so that any worker may take it. */
+const get = (url: string, headers: Record<string, string> = {}) => rawRequest(url, { headers });
 
 /** The value of the sample `name` + `labelText` in `text`; `undefined` when absent. */
 function sampleValue(text: string, name: string, labelText = ''): number | undefined {
@@ -296,7 +284,7 @@ describe('WORKERS=2: GET /metrics answers for the instance', {
    */
   const scrape = async (): Promise<{ text: string; pid: number }> => {
     const requestId = `metrics-workers-${scrapes}`;
-    const { status, body } = await get(`${service.url}/metrics`, { 'x-request-id': requestId });
+    const { status, text: body } = await get(`${service.url}/metrics`, { 'x-request-id': requestId });
     assert.equal(status, 200, body);
     const line = new RegExp(
       `"message":"metrics: instance view","requestId":"${requestId}","pid":(\\d+),"workers":(\\d+),"stale":(\\d+)`,

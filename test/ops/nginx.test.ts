@@ -12,10 +12,10 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { rawRequest, type RawRequest } from '../support/http.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 import { findProgram, freePort, untilListening } from '../support/tools.ts';
 
@@ -26,40 +26,9 @@ const OPERATIONS = readFileSync(new URL('../../docs/operations.md', import.meta.
 const NGINX = findProgram(['nginx', '/usr/sbin/nginx'], ['-v']);
 const SKIP = NGINX === undefined && 'nginx is not installed (Debian: apt-get install nginx-light); CI installs it';
 
-interface Answer {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
 /** A request from `localAddress` (127.0.0.2, 127.0.0.3…) to `port` on 127.0.0.1, on a connection of its own. */
-function send(
-  port: number,
-  path: string,
-  options: { localAddress?: string; method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: options.method ?? 'GET',
-        headers: options.headers ?? {},
-        localAddress: options.localAddress ?? '127.0.0.1',
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
+const send = (port: number, path: string, options: RawRequest = {}) =>
+  rawRequest(`http://127.0.0.1:${port}${path}`, options);
 
 interface Nginx {
   readonly port: number;
@@ -173,7 +142,7 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     const second = await send(proxy.port, path);
     assert.equal(second.status, 200);
     assert.equal(second.headers['x-cache-status'], 'HIT');
-    assert.equal(second.body, first.body);
+    assert.equal(second.text, first.text);
     assert.equal(second.headers.etag, first.headers.etag);
     assert.deepEqual(
       linesFor(origin, path).map((line) => line.status),
@@ -191,7 +160,7 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     }
     assert.equal(answer.headers['x-cache-status'], 'REVALIDATED');
     assert.equal(answer.status, 200);
-    assert.equal(answer.body, first.body);
+    assert.equal(answer.text, first.text);
     assert.deepEqual(
       linesFor(origin, path).map((line) => line.status),
       [200, 304],
@@ -211,7 +180,7 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(plain.status, 200);
     assert.equal(plain.headers['content-encoding'], undefined);
     assert.equal(plain.headers['x-cache-status'], 'MISS');
-    assert.equal(JSON.parse(plain.body).data.length, 20);
+    assert.equal(JSON.parse(plain.text).data.length, 20);
     const brotli = await ask('br');
     assert.equal(brotli.headers['content-encoding'], 'br');
     assert.equal(brotli.headers['x-cache-status'], 'MISS');
@@ -220,7 +189,7 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     assert.equal(tags.size, 3);
     const again = await ask();
     assert.equal(again.headers['content-encoding'], undefined);
-    assert.equal(again.body, plain.body);
+    assert.equal(again.text, plain.text);
   });
 
   it('never stores a private answer: both requests for an order reach the origin', async () => {
@@ -269,7 +238,7 @@ describe('nginx in front of the service', { skip: SKIP }, () => {
     const answer = await send(proxy.port, path, { headers: { ...bearer(customer.token), 'if-none-match': etag } });
     assert.equal(answer.status, 304);
     assert.equal(answer.headers.etag, etag);
-    assert.equal(answer.body, '');
+    assert.equal(answer.text, '');
     assert.deepEqual(
       linesFor(origin, path)
         .slice(before)

@@ -19,7 +19,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -31,6 +30,7 @@ import { readMigrations } from '../../src/db/migrate.ts';
 import { seed } from '../../src/service/seed.ts';
 import { createUser } from '../../src/users/user-store.ts';
 import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
+import { rawRequest } from '../support/http.ts';
 import {
   CHECK_INTERVAL_MS,
   HAPROXY_MISSING,
@@ -155,22 +155,8 @@ async function stopAll(services: readonly ServiceProcess[]): Promise<void> {
   );
 }
 
-/** A GET through HAProxy on a connection of its own. */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)])),
-        }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A GET through HAProxy (or of one instance) on a connection of its own. */
+const get = (url: string, headers: Record<string, string> = {}) => rawRequest(url, { headers });
 
 describe('the configurations docs/operations.md gives', () => {
   const operations = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
@@ -314,7 +300,7 @@ describe('one rate limit for the whole service, through HAProxy and Redis (contr
     const seen: string[] = [];
     for (let i = 0; i < 12; i++) {
       const answer = await get(`${top.balancer.url}/v1/orders`, { authorization: `Bearer ${customer.token}` });
-      seen.push(`${answer.status} ${/;r=(\d+);/.exec(answer.headers.get('ratelimit') ?? '')?.[1]}`);
+      seen.push(`${answer.status} ${/;r=(\d+);/.exec(String(answer.headers.ratelimit ?? ''))?.[1]}`);
     }
     assert.deepEqual(seen, [...[9, 8, 7, 6, 5, 4, 3, 2, 1, 0].map((r) => `200 ${r}`), '429 0', '429 0']);
     // Round robin: both processes answered.
