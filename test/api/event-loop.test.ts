@@ -8,8 +8,9 @@
  *
  * The delay is wall-clock time, which a loaded machine adds to when it
  * leaves this process off its cores (411 ms was seen beside another test
- * file), so the bound asserted is 1 s, twenty times the contract's: it still
- * catches the seconds of before. The figures of a quiet machine are in
+ * file), so the bound asserted is 350 ms times TIME_SLACK (test/support/time.ts;
+ * 1.05 s by default, twenty times the contract's): it still catches the
+ * seconds of before. /readyz's bound is 700 ms times TIME_SLACK. The figures of a quiet machine are in
  * docs/performance.md ("Hostile input and the event loop").
  */
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
+import { slack } from '../support/time.ts';
 
 const LIMIT = 1_048_576;
 const items = (n: number) => `{"items":[${Array.from({ length: n }, () => '{}').join(',')}]}`;
@@ -96,8 +98,8 @@ describe('1 MiB bodies and the event loop (contract §11)', () => {
     }
     const longest = delay.max / 1e6;
     test.diagnostic(`longest event-loop delay ${longest.toFixed(1)} ms; slowest /readyz ${slowestReady.toFixed(1)} ms`);
-    assert.ok(longest < 1_000, `the event loop was blocked ${longest.toFixed(1)} ms`);
-    assert.ok(slowestReady < 2_000, `/readyz took ${slowestReady.toFixed(1)} ms`);
+    assert.ok(longest < slack(350), `the event loop was blocked ${longest.toFixed(1)} ms`);
+    assert.ok(slowestReady < slack(700), `/readyz took ${slowestReady.toFixed(1)} ms`);
     assert.equal(statuses.length, Object.keys(SHAPES).length * routes.length);
   });
 });

@@ -13,6 +13,7 @@ import { createConnection, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { MAX_PIPELINED, PIPELINE_BUDGET } from '../../src/http/connections.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { slack } from '../support/time.ts';
 
 let t: TestServer;
 
@@ -61,7 +62,8 @@ describe('a client that pipelines and never reads (contract §11)', { timeout: 3
     // Of 8,000 requests, only the first of each connection (and those its kernel buffers took) were started.
     assert.ok(servedCount <= 4 * MAX_PIPELINED, `${servedCount} of 8,000 pipelined requests were served`);
     assert.ok(rssGrowth < 150, `the process grew by ${rssGrowth.toFixed(0)} MB`);
-    assert.ok(waited < 1_000, `another client waited ${waited.toFixed(0)} ms`);
+    // 350 ms times TIME_SLACK (test/support/time.ts): still catches a server busy with the flood for seconds.
+    assert.ok(waited < slack(350), `another client waited ${waited.toFixed(0)} ms`);
   });
 
   it('keeps a connection of 64 pipelined requests that it reads: all answered, none cut', async () => {
