@@ -1,7 +1,9 @@
 # The two commands a newcomer needs: `make run` and `make test` (contract §1).
 # Both install the dependencies from package-lock.json when they are missing.
 
-TESTS := $(sort $(wildcard test/*.test.ts))
+# Every test file, one folder deep under test/ (README.md, "Layout", says which folder holds what);
+# test/support/ and test/fixtures/ hold no *.test.ts.
+TESTS := $(sort $(wildcard test/*/*.test.ts))
 # test/support/reporter.mjs chooses by where stdout goes: on a terminal a
 # spinner (node-test-reporter); piped to a file or under CI (CI set) the spec
 # reporter's plain lines, no control codes, with the closing lines CI reads
@@ -57,8 +59,8 @@ $(BIOME_PACKAGE): tools/biome/package.json tools/biome/package-lock.json
 	@touch $@
 
 # The generators of three tests, run as a new integrator would run them
-# (test/generated-client.test.ts, test/contract-tests.test.ts,
-# test/generated-zod.test.ts: orval and openapi-zod-client), each installed
+# (test/openapi/generated-client.test.ts, test/openapi/contract-tests.test.ts,
+# test/openapi/generated-zod.test.ts: orval and openapi-zod-client), each installed
 # like Biome from its own lockfile into an ignored folder: openapi-typescript
 # with the TypeScript 5 it builds its output with (TypeScript 7 has no compiler
 # API to lend it), and Portman with the newman it runs.

@@ -5,7 +5,7 @@
  * dropped after) or, unset, an in-memory embedded database, and prints, per
  * attack, the answers, the server's resident memory before and at its peak,
  * its CPU time, and the slowest GET /healthz of another client meanwhile.
- * The tests of test/hostile-connections.test.ts assert bounds on the same
+ * The tests of test/ops/hostile-connections.test.ts assert bounds on the same
  * figures; this prints them, to compare two builds.
  */
 import { execFile } from 'node:child_process';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // No file under src/ over 250 lines, and no function there over 80 lines of
-// its own (make lint; test/architecture.test.ts runs it too). A function's
+// its own (make lint; test/project/architecture.test.ts runs it too). A function's
 // own lines run from its first line to its last, less the lines of the
 // functions written inside it (each of those leaves the one line that names
 // it): a closure that returns small named functions is judged by what it

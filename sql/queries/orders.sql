@@ -19,7 +19,7 @@ WHERE o.id = $1
 -- to send, with the revision for its entity tag: a GET sends the database's
 -- bytes as they are, with no JSON parsing of the items, no Date objects and
 -- no serializing in the service. The bytes are exactly those of
--- src/orders/representation.ts followed by JSON.stringify (test/order-json.test.ts
+-- src/orders/representation.ts followed by JSON.stringify (test/api/order-json.test.ts
 -- compares them on both databases): the same keys in the same order, no
 -- whitespace (row_to_json, items joined with ","; json_agg adds spaces);
 -- money as a JSON number in the decimal's shortest form (trim_scale: 59.90 →

@@ -6,10 +6,10 @@
  * `/v1` and `/v2` when it is versioned, with its parameters, bodies,
  * responses, problem types, headers and security, and every path with its
  * OPTIONS. Each response lists every field the service may send on it,
- * those on every such answer `required` (test/openapi-headers.test.ts
+ * those on every such answer `required` (test/openapi/headers.test.ts
  * compares them with the wire); what many operations share is written once
  * in `components` (components.ts); and the document lints clean under
- * Redocly's recommended rules (test/openapi-lint.test.ts).
+ * Redocly's recommended rules (test/openapi/lint.test.ts).
  *
  * A route provides only its own facts in `doc`: a summary and a
  * description (required: `buildOpenApi()` throws without one), its success

@@ -8,7 +8,7 @@
  * sql/queries/orders.sql) and by `orderRepresentation()`; the generation is
  * a hash of both: the statements' text, comments and layout aside, and what
  * the serializer makes of sample orders in each version. A change of either
- * changes it by itself. (test/order-json.test.ts checks, on both databases,
+ * changes it by itself. (test/api/order-json.test.ts checks, on both databases,
  * that the two give the same bytes.)
  */
 import { createHash } from 'node:crypto';

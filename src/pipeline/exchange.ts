@@ -4,7 +4,7 @@
  * is a pure function of the method and path), and what each stage finds out
  * and hands inward (the version, the principal, the rate decision…). Each
  * writable field is written by exactly one stage, named in its comment
- * (test/pipeline-fields.test.ts checks the sources). A stage never calls
+ * (test/api/pipeline-fields.test.ts checks the sources). A stage never calls
  * `next()` twice and no stage signals another beside the chain: what an
  * inner stage needs is here before it runs.
  */

@@ -4,7 +4,7 @@
  * `GET /problems/<slug>` (HTML, Markdown and JSON are all rendered from it,
  * src/pages/problems.ts). The titles are those of the problem bodies
  * (`PROBLEM_TITLES`). Written from contract §3–§11 and from the code that raises
- * each slug (`new HttpError(status, 'slug'`); test/problem-pages.test.ts
+ * each slug (`new HttpError(status, 'slug'`); test/api/problem-pages.test.ts
  * fails when a slug the code can emit has no text here, or is raised with a
  * status its text does not list.
  *

@@ -4,7 +4,7 @@
  * bodies at once, one body in one-byte chunks, connections that never send a
  * request. And what they cost the server process, read from /proc: its
  * resident memory (peak, since a reset) and its CPU time. Used by the tests
- * of test/hostile-connections.test.ts and by `make bench-hostile`.
+ * of test/ops/hostile-connections.test.ts and by `make bench-hostile`.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';

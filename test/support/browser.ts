@@ -1,6 +1,6 @@
 /**
  * Headless Debian chromium, driven by playwright-core, for the browser tests
- * (test/browser-*.test.ts). CI installs chromium at /usr/bin/chromium; where
+ * (test/api/browser-*.test.ts). CI installs chromium at /usr/bin/chromium; where
  * it is missing the tests are skipped with `BROWSER_SKIP` as the reason.
  *
  * Nothing but 127.0.0.1 is reachable, twice over, so that a test proves a

@@ -1,7 +1,7 @@
 /**
  * A small TypeScript scanner and the import graph of a source tree, for
- * test/architecture.test.ts (layers, cycles) and
- * test/sql-statement-names.test.ts (statement names at call sites).
+ * test/project/architecture.test.ts (layers, cycles) and
+ * test/db/sql-statement-names.test.ts (statement names at call sites).
  *
  * Node built-ins only: TypeScript 7's JavaScript API is an unstable bridge to
  * the native compiler, so the sources are read by `tokenize()` instead. It

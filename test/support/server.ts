@@ -81,7 +81,7 @@ export async function startTestServer(
   if (!server.db.created) await seed(server.db);
   // With the run's replica, a test's own writes around the service (SQL, users, tokens) reach the standby before
   // its next GET or HEAD through `fetch`: the service promises read-your-writes for writes through the API only
-  // (test/replica.test.ts tests that promise, with replay paused).
+  // (test/db/replica.test.ts tests that promise, with replay paused).
   const standby = runReplica ? postgres(db.readUrl as string, { max: 1, onnotice: () => {} }) : undefined;
   const replayed = async () => {
     if (standby === undefined) return;

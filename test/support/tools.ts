@@ -4,6 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { slack } from './time.ts';
 
 /** The first of `candidates` that runs with `args`, or `undefined`. */
 export function findProgram(candidates: readonly string[], args: readonly string[]): string | undefined {
@@ -48,9 +49,9 @@ export async function untilListening(
   }
 }
 
-/** Resolves once `done()` resolves true, asking every 20 ms; rejects with `why()` after `ms`. */
+/** Resolves once `done()` resolves true, asking every 20 ms; rejects with `why()` after `ms` times TIME_SLACK. */
 export async function until(done: () => Promise<boolean>, why: () => string, ms = 10_000): Promise<void> {
-  for (const deadline = Date.now() + ms; ; ) {
+  for (const deadline = Date.now() + slack(ms); ; ) {
     if (await done()) return;
     if (Date.now() > deadline) throw new Error(why());
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -1,0 +1,79 @@
+/** The entity tag of an order (src/orders/etag.ts, contract §9), and its representation's generation (format.ts). */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { orderTag } from '../../src/orders/etag.ts';
+import { essentialSql, generationOf, ORDER_FORMAT, orderDefinition } from '../../src/orders/format.ts';
+import { orderRepresentation, type OrderRow } from '../../src/orders/representation.ts';
+
+describe('orderTag()', () => {
+  it('derives the tag from the id, the revision, the version and the media type', () => {
+    const cases: [number, number, 1 | 2, string, string][] = [
+      [42, 3, 1, 'application/json', '"o42r3v1.json.f1"'],
+      [42, 3, 1, 'application/vnd.orders.v1+json', '"o42r3v1.vnd.f1"'],
+      [42, 3, 2, 'application/json', '"o42r3v2.json.f1"'],
+      [42, 3, 2, 'application/vnd.orders.v2+json', '"o42r3v2.vnd.f1"'],
+      [42, 4, 1, 'application/json', '"o42r4v1.json.f1"'],
+      [4, 23, 1, 'application/json', '"o4r23v1.json.f1"'],
+      [9007199254740991, 9007199254740991, 2, 'application/json', '"o9007199254740991r9007199254740991v2.json.f1"'],
+    ];
+    for (const [id, revision, version, type, tag] of cases)
+      assert.equal(orderTag(id, revision, version, type, '1'), tag);
+    assert.equal(orderTag(42, 3, 1, 'application/json'), `"o42r3v1.json.f${ORDER_FORMAT}"`);
+  });
+
+  it('never gives two orders or two revisions one tag (the letters separate the numbers)', () => {
+    assert.notEqual(orderTag(4, 23, 1, 'application/json'), orderTag(42, 3, 1, 'application/json'));
+  });
+
+  it('throws for a media type it has no code for: a programmer error, not a client one', () => {
+    assert.throws(() => orderTag(1, 1, 1, 'text/html'), /no entity tag code for the media type text\/html/);
+  });
+});
+
+describe('ORDER_FORMAT', () => {
+  it('is the generation of the statements that build an order and of the serializer, as they are', () => {
+    assert.match(ORDER_FORMAT, /^[0-9a-z]{7}$/);
+    assert.equal(ORDER_FORMAT, generationOf(orderDefinition()));
+  });
+
+  it('changes with any part of the definition, and not with an SQL comment or its layout', () => {
+    const definition = orderDefinition();
+    const changed = (i: number, text: string) => generationOf(definition.map((part, j) => (j === i ? text : part)));
+    for (let i = 0; i < definition.length; i += 1) {
+      assert.notEqual(changed(i, `${definition[i]} `), ORDER_FORMAT, `part ${i}`);
+    }
+    assert.equal(definition.length, 6, 'two statements, two samples in two versions');
+    assert.equal(essentialSql('SELECT a,  -- the id\n       b\nFROM t;'), 'SELECT a, b FROM t;');
+  });
+
+  // What the serializer gives for a sample order (its generation changes when this does).
+  it('stands for this output of orderRepresentation', () => {
+    const row: OrderRow = {
+      id: 7,
+      customer_id: 3,
+      status: 'pending',
+      currency: 'EUR',
+      total: '49.90',
+      created_at: new Date('2026-11-22T06:43:00.123Z'),
+      updated_at: new Date('2026-11-22T06:44:00.456Z'),
+      items: [
+        { id: 11, orderId: 7, productId: 1, qty: 2, unitPrice: '12.50' },
+        { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' },
+      ],
+    };
+    assert.equal(
+      JSON.stringify(orderRepresentation(row, 1)),
+      '{"id":7,"customerId":3,"status":"pending","currency":"EUR","total":49.9,' +
+        '"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":12.5},' +
+        '{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":24.9}],' +
+        '"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
+    );
+    assert.equal(
+      JSON.stringify(orderRepresentation(row, 2)),
+      '{"id":7,"customerId":3,"status":"pending","total":{"amount":"49.90","currency":"EUR"},' +
+        '"items":[{"id":11,"orderId":7,"productId":1,"qty":2,"unitPrice":{"amount":"12.50","currency":"EUR"}},' +
+        '{"id":12,"orderId":7,"productId":2,"qty":1,"unitPrice":{"amount":"24.90","currency":"EUR"}}],' +
+        '"createdAt":"2026-11-22T06:43:00.123Z","updatedAt":"2026-11-22T06:44:00.456Z"}',
+    );
+  });
+});
