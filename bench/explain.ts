@@ -29,7 +29,7 @@ import { parseListQuery, type ListQuery } from '../src/http/list-query.ts';
 import { sortOrder } from '../src/http/sort-order.ts';
 import { pageStatement, where, type PageRequest, type PageSql } from '../src/db/page.ts';
 import { ORDER_LIST, orderListSql, type OrderFilters, type OrderSortKey } from '../src/orders/order-list.ts';
-import { STATUSES } from '../src/orders/schema.ts';
+import { STATUSES } from '../src/orders/rules.ts';
 
 const counting = process.argv.includes('--counting');
 const cursors = process.argv.includes('--cursors');

@@ -19,7 +19,7 @@ import { EnvFileError } from './config/env-file.ts';
 import { DRIVER_SETTINGS, loadEnvSettings } from './config/settings.ts';
 import { DatabaseWaitError, waitForDatabase } from './db/wait.ts';
 import { firstPeer } from './db/peer.ts';
-import { UserExistsError } from './users/user-store.ts';
+import { UserExistsError } from './users/store.ts';
 import { CommandError, UsageError, type Io } from './cli/commands.ts';
 import { parseCommandLine } from './cli/command-line.ts';
 import { USAGE } from './cli/help.ts';

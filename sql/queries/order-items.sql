@@ -1,7 +1,7 @@
 -- Order items as a collection (contract §4: GET /order-items?orderId=N).
 
 -- name: ListOrderItems :many
--- {{where}}: fixed fragments from src/orders/items.ts; {{orderBy}}, {{after}}
+-- {{where}}: fixed fragments from src/orders/handlers.ts; {{orderBy}}, {{after}}
 -- (a cursor page's keyset) and {{sortKey}}: from the fixed sort-key map;
 -- {{limit}}, {{offset}}: the parameter numbers after those (src/db/page.ts).
 SELECT i.id, i.order_id, i.product_id, i.qty, i.unit_price::text AS unit_price, o.currency,

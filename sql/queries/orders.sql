@@ -88,7 +88,7 @@ WHERE o.id = $1
 -- name: ListOrders :many
 -- One page with its total count, in one statement and one snapshot, for a
 -- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}
--- is built only from the fixed filter fragments in src/orders/orders.ts
+-- is built only from the fixed filter fragments in src/orders/order-list.ts
 -- (values are parameters: $1…$n), {{orderBy}} only from the fixed sort-key
 -- map; {{after}} is a cursor page's keyset condition (TRUE on a page by
 -- number), {{sortKey}} each row's keyset position as text, both from the
@@ -127,7 +127,7 @@ WHERE {{where}};
 -- statement's one snapshot it agrees with the rows) instead of counted from
 -- the orders: a few counter rows in place of one index entry per order.
 -- {{totalWhere}} holds the same filters over order_counts c, with the same
--- parameter numbers as {{where}} (src/orders/orders.ts): c.customer_id = $n
+-- parameter numbers as {{where}} (src/orders/order-list.ts): c.customer_id = $n
 -- for each customer condition, or c.customer_id = 0 (the rows that count
 -- every customer) when there is none, and c.status = $n. {{after}},
 -- {{sortKey}}, {{limit}} and {{offset}} as in ListOrders.

@@ -30,7 +30,7 @@ WHERE p.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: ListPayments :many
--- {{where}}: fixed fragments from src/payments/payments.ts; {{orderBy}},
+-- {{where}}: fixed fragments from src/payments/handlers.ts; {{orderBy}},
 -- {{after}} (a cursor page's keyset) and {{sortKey}}: from the fixed sort-key
 -- map; {{limit}}, {{offset}}: the parameter numbers after those (src/db/page.ts).
 SELECT p.id, p.order_id, p.amount::text AS amount, p.currency, p.status, p.created_at,

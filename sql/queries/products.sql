@@ -8,7 +8,7 @@ WHERE id = $1;
 -- name: ListProducts :many
 -- One page and the total in one round trip. {{orderBy}}, {{after}} (a
 -- cursor page's keyset) and {{sortKey}} are built only from the fixed
--- sort-key map in src/catalog/products.ts; {{where}} is TRUE (the catalog has
+-- sort-key map in src/catalog/handlers.ts; {{where}} is TRUE (the catalog has
 -- no filters); {{limit}}, {{offset}}: the parameter numbers after the
 -- keyset's (src/db/page.ts).
 SELECT id, sku, name, price, currency, created_at, (SELECT count(*) FROM products WHERE {{where}}) AS total_count,

@@ -16,7 +16,7 @@ VALUES ($1, $2, $3)
 RETURNING id, email, name, role, created_at;
 
 -- name: ListUsers :many
--- {{where}}: fixed fragments from src/users/users.ts (a customer sees only
+-- {{where}}: fixed fragments from src/users/handlers.ts (a customer sees only
 -- their own record); {{orderBy}}, {{after}} (a cursor page's keyset) and
 -- {{sortKey}}: from the fixed sort-key map; {{limit}}, {{offset}}: the
 -- parameter numbers after those (src/db/page.ts).

@@ -10,7 +10,8 @@ import { createToken, listTokens, revokeToken } from '../auth/token-store.ts';
 import { parseScopes, parseTtl } from '../auth/tokens.ts';
 import type { Database } from '../db/database.ts';
 import { seed } from '../service/seed.ts';
-import { createUser, NewUserSchema } from '../users/user-store.ts';
+import { NewUserSchema } from '../users/rules.ts';
+import { createUser } from '../users/store.ts';
 import { userRepresentation } from '../users/representation.ts';
 import { positiveInteger } from '../http/list-query.ts';
 

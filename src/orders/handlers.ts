@@ -5,13 +5,14 @@
  */
 import { principalOf, type RequestContext } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
-import { ownerLimit } from '../auth/ownership.ts';
+import { orderScopedConditions, ownerLimit } from '../auth/ownership.ts';
+import { where } from '../db/page.ts';
 import { validationError } from '../http/json-body.ts';
 import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse, jsonTextResponse } from '../http/json.ts';
 import { HttpError } from '../http/problem.ts';
 import type { Version } from '../http/negotiation.ts';
-import { orderRepresentation, type OrderRow } from './representation.ts';
+import { orderItemRepresentation, orderRepresentation, type ItemRow, type OrderRow } from './representation.ts';
 import {
   CreateOrderSchema,
   duplicateProducts,
@@ -19,12 +20,20 @@ import {
   PatchOrderSchema,
   ReplaceOrderSchema,
   type Item,
-} from './schema.ts';
-import { createOrder, deleteOrder, updateOrder, type OrderChanges, type Precondition } from './store.ts';
-import { getOrderJson, getOrderRevision, type StoredOrder } from './reads.ts';
+} from './rules.ts';
+import {
+  createOrder,
+  deleteOrder,
+  getOrderJson,
+  getOrderRevision,
+  updateOrder,
+  type OrderChanges,
+  type Precondition,
+  type StoredOrder,
+} from './store.ts';
 import { matchHolds } from '../http/conditional.ts';
 import { orderTag } from './etag.ts';
-import { ORDER_LIST, orderListSql } from './order-list.ts';
+import { ITEM_LIST, ORDER_LIST, orderListSql } from './order-list.ts';
 
 const represent = (row: OrderRow, version: Version) => orderRepresentation(row, version);
 
@@ -152,3 +161,22 @@ export async function remove(ctx: RequestContext): Promise<Response> {
   await deleteOrder(ctx.db, ctx.params.id as number, principalOf(ctx), preconditionOf(ctx));
   return new Response(null, { status: 204 });
 }
+
+/**
+ * `GET /order-items?orderId=N` (contract §4): the items of orders as a flat collection; a customer sees only the
+ * items of their own orders.
+ */
+export const listItems = collectionHandler({
+  list: ITEM_LIST,
+  sql: (ctx, query) => {
+    const filter = where(orderScopedConditions(principalOf(ctx), query.filters.orderId, 'i.order_id'));
+    return {
+      list: 'ListOrderItems',
+      count: 'CountOrderItems',
+      where: filter.sql,
+      params: filter.params,
+      columns: { id: 'i.id' },
+    };
+  },
+  represent: (row: ItemRow, version) => orderItemRepresentation(row, version),
+});

@@ -6,7 +6,7 @@
 import type { Db } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
 import type { ProblemError } from '../http/problem.ts';
-import type { Item } from './schema.ts';
+import type { Item } from './rules.ts';
 
 interface ProductPrice {
   id: number;

@@ -7,7 +7,7 @@
 import { where, type PageSql } from '../db/page.ts';
 import { positiveId, type FilterParser, type ListQuery, type ListSpec } from '../http/list-query.ts';
 import type { Param } from '../db/database.ts';
-import { STATUSES, type Status } from './schema.ts';
+import { STATUSES, type Status } from './rules.ts';
 
 // numeric(12,2) holds at most 10 integer digits; more can never match a total.
 const DECIMAL = /^[0-9]{1,10}(\.[0-9]{1,2})?$/;
@@ -103,3 +103,10 @@ export function orderListSql(query: ListQuery<OrderSortKey, OrderFilters>, owner
       : `${ALL_CUSTOMERS} AND ${counts.sql}`;
   return { ...sorted, list: 'ListOrdersKeptTotal', count: 'SumOrderCounts', totalWhere };
 }
+
+/** `GET /order-items`: its one filter, `orderId` (required for customers, in the handler). */
+export const ITEM_LIST: ListSpec<'id', { orderId: number }> = {
+  sortKeys: ['id'],
+  keyTypes: { id: 'bigint' },
+  filters: { orderId: positiveId },
+};

@@ -8,7 +8,7 @@
 import * as v from 'valibot';
 import type { Version } from '../http/negotiation.ts';
 import { Currency, Id, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
-import { MAX_QTY, STATUSES, type Status } from './schema.ts';
+import { MAX_QTY, STATUSES, type Status } from './rules.ts';
 
 export interface ItemJson {
   id: number;

@@ -1,21 +1,63 @@
 /**
- * Writing orders: each operation is one transaction that locks the order
- * row first, so concurrent writers of one order are serialized and every
- * rule (§3 transitions, §4 editability, §6 ownership) is checked against the
- * state the write will change. Writes run the statements of
- * `sql/queries/orders.sql`; reads are in reads.ts.
+ * The statements of orders (`sql/queries/orders.sql`). Reading: one order as
+ * a principal may see it (§6: another's is as missing as an unknown one, 404),
+ * as a row, as the JSON text the database builds, or only its revision.
+ * Writing: each operation is one transaction that locks the order row first,
+ * so concurrent writers of one order are serialized and every rule (§3
+ * transitions, §4 editability, §6 ownership) is checked against the state the
+ * write will change.
  */
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { HttpError } from '../http/problem.ts';
+import type { Version } from '../http/negotiation.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
-import { recordEvent } from '../events/outbox.ts';
-import type { Item, Status } from './schema.ts';
-import { checkTransition } from './transitions.ts';
-import { notFound, type StoredOrder } from './reads.ts';
+import { recordEvent } from '../outbox/outbox.ts';
+import { checkTransition, type Item, type Status } from './rules.ts';
 import { currencyOf, currencyOfItems } from './item-currency.ts';
+
+export function notFound(id: number): HttpError {
+  return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
+}
+
+/** An order as stored: the row of its representation, and its revision (contract §9). */
+export interface StoredOrder extends OrderRow {
+  /** Grows with every change to the order or its items (sql/migrations/0008_order_revision.sql). */
+  revision: number;
+}
+
+export async function getOrder(db: Db, id: number, principal: Principal): Promise<StoredOrder> {
+  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)]);
+  if (row === undefined) throw notFound(id);
+  return row;
+}
+
+/**
+ * Order `id` as `principal` may see it, as API `version`'s JSON text (built by the database) with its revision; 404
+ * like `getOrder`.
+ */
+export async function getOrderJson(
+  db: Db,
+  id: number,
+  principal: Principal,
+  version: Version,
+): Promise<{ revision: number; body: string }> {
+  type Row = { revision: number; body: string };
+  const params = [id, ownerLimit(principal)];
+  // One statement per version: a CASE on the version would set up both versions' subqueries on every run.
+  const row = await (version === 1 ? db.one<Row>('GetOrderJson', params) : db.one<Row>('GetOrderJsonV2', params));
+  if (row === undefined) throw notFound(id);
+  return row;
+}
+
+/** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
+export async function getOrderRevision(db: Db, id: number, principal: Principal): Promise<number> {
+  const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
+  if (row === undefined) throw notFound(id);
+  return row.revision;
+}
 
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';

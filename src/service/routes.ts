@@ -1,15 +1,14 @@
 /** Every route of the service, as data (src/pipeline/pipeline.ts wraps them all). */
 import type { RouteSpec } from '../pipeline/context.ts';
-import { productRoutes } from '../catalog/products.ts';
+import { productRoutes } from '../catalog/routes.ts';
 import { healthRoutes } from '../ops/health.ts';
 import { eventRoutes } from '../events/routes.ts';
-import { webhookRoutes } from '../webhooks/endpoints.ts';
+import { webhookRoutes } from '../webhooks/routes.ts';
 import { openApiRoute } from '../pages/openapi.ts';
 import { pageRoutes } from '../pages/routes.ts';
-import { orderItemRoutes } from '../orders/items.ts';
-import { orderRoutes } from '../orders/orders.ts';
-import { paymentRoutes } from '../payments/payments.ts';
-import { userRoutes } from '../users/users.ts';
+import { orderItemRoutes, orderRoutes } from '../orders/routes.ts';
+import { paymentRoutes } from '../payments/routes.ts';
+import { userRoutes } from '../users/routes.ts';
 import { metricsRoute } from '../ops/metrics.ts';
 
 /**

@@ -4,7 +4,7 @@
  * schemas in the OpenAPI document.
  */
 import * as v from 'valibot';
-import { EVENT_TYPES } from '../events/outbox.ts';
+import { EVENT_TYPES } from '../outbox/outbox.ts';
 import { documented, Id, named, Timestamp } from '../openapi/atoms.ts';
 
 /** The body of `POST /webhook-endpoints`. */

@@ -10,7 +10,7 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { isPrivateAddress, publicOnlyLookup } from './targets.ts';
+import { isPrivateAddress, publicOnlyLookup } from './rules.ts';
 
 export interface PostResult {
   /** The answer's status, once its head arrived. */

@@ -18,7 +18,7 @@
 import { createHmac } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Database } from '../db/database.ts';
-import { eventRepresentation, type EventRow } from '../events/outbox.ts';
+import { eventRepresentation, type EventRow } from '../outbox/outbox.ts';
 import type { Logger } from '../base/logger.ts';
 import { postJson } from './transport.ts';
 

@@ -14,8 +14,8 @@ import { fieldOf, IncomingRequest } from '../../src/http/incoming-request.ts';
 import { HttpError, type ProblemError } from '../../src/http/problem.ts';
 import { readJsonBody, type ReadJsonBodyOptions } from '../../src/pipeline/body.ts';
 import type { HandlerServices, RequestContext } from '../../src/pipeline/context.ts';
-import { CreateOrderSchema, nullMembers, PatchOrderSchema } from '../../src/orders/schema.ts';
-import { PaymentV1Schema, PaymentV2Schema } from '../../src/payments/input.ts';
+import { CreateOrderSchema, nullMembers, PatchOrderSchema } from '../../src/orders/rules.ts';
+import { PaymentV1Schema, PaymentV2Schema } from '../../src/payments/rules.ts';
 
 const PATCH: ReadJsonBodyOptions = { patch: true, refuse: nullMembers };
 const V1 = 'application/vnd.orders.v1+json';

@@ -41,7 +41,7 @@ function sources(dir: string): string[] {
  * The slugs src/ raises, with the statuses they are raised with where the
  * status is a literal: `new HttpError(404, 'not-found'` (across lines too),
  * and the `problem: 'slug'` of a check whose result is raised
- * (src/orders/transitions.ts).
+ * (src/orders/rules.ts).
  */
 function raisedSlugs(): Map<string, Set<number | 'computed'>> {
   const raised = new Map<string, Set<number | 'computed'>>();

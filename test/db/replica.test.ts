@@ -21,7 +21,7 @@ import { createLogger } from '../../src/base/logger.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { seed } from '../../src/service/seed.ts';
 import { startServer, type RunningServer } from '../../src/service/server.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { REPLICA_MISSING, startReplicaPair, type ReplicaPair } from '../support/replica.ts';
 import { slack } from '../support/time.ts';
 

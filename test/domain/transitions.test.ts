@@ -1,13 +1,13 @@
 /**
- * Order status transitions (contract §3; src/orders/transitions.ts) as the full
+ * Order status transitions (contract §3; src/orders/rules.ts) as the full
  * matrix: every (from, to) pair of statuses, for each role, with the exact
  * answer of checkTransition().
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Role } from '../../src/auth/authenticator.ts';
-import { checkTransition, type TransitionCheck } from '../../src/orders/transitions.ts';
-import { STATUSES, type Status } from '../../src/orders/schema.ts';
+import { checkTransition, type TransitionCheck } from '../../src/orders/rules.ts';
+import { STATUSES, type Status } from '../../src/orders/rules.ts';
 
 const OK: TransitionCheck = { ok: true };
 /** 409 `invalid-transition`. */

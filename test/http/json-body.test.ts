@@ -12,7 +12,7 @@ import {
   memberSource,
 } from '../../src/http/json-scan.ts';
 import { HttpError } from '../../src/http/problem.ts';
-import { CreateOrderSchema, PatchOrderSchema } from '../../src/orders/schema.ts';
+import { CreateOrderSchema, PatchOrderSchema } from '../../src/orders/rules.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 /** `levels` arrays, one inside the other. */

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import util from 'node:util';
-import { EVENT_TYPES } from '../../src/events/outbox.ts';
+import { EVENT_TYPES } from '../../src/outbox/outbox.ts';
 import { buildOpenApi } from '../../src/openapi/document.ts';
 import { routes } from '../../src/service/routes.ts';
 

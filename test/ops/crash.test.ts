@@ -11,7 +11,7 @@ import { createToken } from '../../src/auth/token-store.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { seed } from '../../src/service/seed.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
 import { startService } from '../support/process.ts';
 

@@ -23,7 +23,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { createToken } from '../../src/auth/token-store.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { seed } from '../../src/service/seed.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { HA_MISSING, startHaCluster, type HaCluster } from '../support/patroni.ts';
 import { startService, type ServiceProcess } from '../support/process.ts';
 import { startProxy, type TcpProxy } from '../support/proxy.ts';

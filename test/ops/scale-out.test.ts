@@ -28,7 +28,7 @@ import { SCOPES } from '../../src/auth/tokens.ts';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { readMigrations } from '../../src/db/migrate.ts';
 import { seed } from '../../src/service/seed.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
 import { rawRequest } from '../support/http.ts';
 import {

@@ -31,8 +31,8 @@ const LAYERS: readonly { readonly rank: number; readonly name: string; readonly 
   { rank: 3, name: 'db', folders: ['src/db/'] },
   {
     rank: 4,
-    name: 'auth, metrics, limits, replica',
-    folders: ['src/auth/', 'src/metrics/', 'src/limits/', 'src/replica/'],
+    name: 'auth, metrics, limits, replica, outbox',
+    folders: ['src/auth/', 'src/metrics/', 'src/limits/', 'src/replica/', 'src/outbox/'],
   },
   { rank: 5, name: 'openapi', folders: ['src/openapi/'] },
   // the request pipeline, RequestContext/RouteSpec, idempotency runner, generic collection route
@@ -146,6 +146,32 @@ describe('layers', () => {
     expectNone(bad.map(where), 'imports of a feature from src/http/ or src/db/, which must import no feature');
   });
 
+  it('let features import one another only one way: no two feature folders import each other', () => {
+    const features = new Set(LAYERS.find((l) => l.rank === FEATURES)?.folders);
+    const folders = [...features];
+    const arcs = graph.edges
+      .map((e) => ({ from: folderOf(e.from), to: folderOf(e.to) }))
+      .filter((a) => a.from !== a.to && features.has(a.from) && features.has(a.to));
+    const cycles = findCycles(folders, arcs).map((cycle) => cycle.join(' → '));
+    expectNone(cycles, 'cycles between feature folders (an event written below them lives in src/outbox/)');
+  });
+
+  it('give the features their parts under the same names', () => {
+    // routes.ts (what it serves), handlers.ts (a request in, an answer out), rules.ts (pure input schemas and
+    // business rules), store.ts (its statements), representation.ts (rows to JSON and their schemas): a feature
+    // folder with a part has it under that name; other files are named for what they are.
+    const shaped = ['src/catalog/', 'src/users/', 'src/orders/', 'src/payments/', 'src/events/', 'src/webhooks/'];
+    const named = (folder: string, file: string) => graph.files.includes(`${folder}${file}`);
+    const missing = shaped.flatMap((folder) =>
+      ['routes.ts', 'handlers.ts', 'representation.ts'].filter((f) => !named(folder, f)).map((f) => folder + f),
+    );
+    expectNone(missing, 'parts every resource feature has, missing');
+    const strays = graph.files.filter((file) =>
+      /\/(input|schema|transitions|targets|user-store|reads|endpoints|products|users|orders|payments)\.ts$/.test(file),
+    );
+    expectNone(strays, 'files named as parts were before the features took one shape');
+  });
+
   it('keep src/http/ and src/pipeline/ out of src/db/', () => {
     const bad = graph.edges.filter(
       (e) => folderOf(e.from) === 'src/db/' && ['src/http/', 'src/pipeline/'].includes(folderOf(e.to)),
@@ -236,8 +262,8 @@ describe('the checks themselves', () => {
 
   it('place files by folder and judge imports by rank', () => {
     const edge = (from: string, to: string): ImportEdge => ({ from, to, line: 1, typeOnly: false, specifier: '' });
-    assert.equal(layerViolation(edge('src/orders/orders.ts', 'src/http/router.ts')), undefined);
-    assert.equal(layerViolation(edge('src/orders/orders.ts', 'src/users/users.ts')), undefined);
+    assert.equal(layerViolation(edge('src/orders/routes.ts', 'src/http/router.ts')), undefined);
+    assert.equal(layerViolation(edge('src/orders/routes.ts', 'src/users/routes.ts')), undefined);
     assert.equal(layerViolation(edge('src/main.ts', 'src/cli.ts')), undefined);
     assert.match(layerViolation(edge('src/http/router.ts', 'src/pipeline/pipeline.ts')) ?? '', /higher layer/);
     assert.match(layerViolation(edge('src/auth/tokens.ts', 'src/metrics/route.ts')) ?? '', /another folder/);

@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseJson, validate } from '../../src/http/json-body.ts';
 import { HttpError } from '../../src/http/problem.ts';
-import { CreateOrderSchema, PatchOrderSchema, ReplaceOrderSchema } from '../../src/orders/schema.ts';
-import { NewUserSchema } from '../../src/users/user-store.ts';
+import { CreateOrderSchema, PatchOrderSchema, ReplaceOrderSchema } from '../../src/orders/rules.ts';
+import { NewUserSchema } from '../../src/users/rules.ts';
 import { bearer, startTestServer, type TestServer } from '../support/server.ts';
 
 /** JSON values shaped like our bodies often enough to reach the deeper rules. */

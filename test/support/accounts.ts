@@ -9,7 +9,7 @@ import { createToken } from '../../src/auth/token-store.ts';
 import { SCOPES } from '../../src/auth/tokens.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { seed } from '../../src/service/seed.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { TEST_PREPARE, type TestDatabase } from './database.ts';
 import type { ServiceProcess } from './process.ts';
 

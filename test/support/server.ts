@@ -11,7 +11,7 @@ import { createLogger } from '../../src/base/logger.ts';
 import type { Tuning } from '../../src/pipeline/context.ts';
 import { startServer, type RunningServer, type StartOptions } from '../../src/service/server.ts';
 import { afterStatement } from './db-faults.ts';
-import { createUser } from '../../src/users/user-store.ts';
+import { createUser } from '../../src/users/store.ts';
 import { seed } from '../../src/service/seed.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 import { createContract } from './contract.ts';

@@ -1,12 +1,12 @@
 /**
- * Webhook target rules (contract §15; src/webhooks/targets.ts) as tables: which
+ * Webhook target rules (contract §15; src/webhooks/rules.ts) as tables: which
  * addresses are private, and the exact verdict on a target URL. Hosts are IP
  * literals, `localhost` (the hosts file) or a name under `.invalid` (RFC 6761
  * §6.4: never resolves), so no row needs the network.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkTarget, isPrivateAddress, type TargetCheck } from '../../src/webhooks/targets.ts';
+import { checkTarget, isPrivateAddress, type TargetCheck } from '../../src/webhooks/rules.ts';
 
 /** [name, address, isPrivateAddress()]: true means refused. */
 const ADDRESSES: readonly (readonly [string, string, boolean])[] = [

@@ -1,43 +1,17 @@
 /**
- * The event log (contract §15): every committed change to an order, payment or
- * user writes an event in the transaction of the change, so a change that
- * rolls back leaves none and a committed one always has its event.
+ * The events' schemas (contract §15) for the OpenAPI document: each event
+ * type's `data` is the version 2 representation of its resource
+ * (docs/events.md), one schema per type, told apart by `type`.
  */
 import * as v from 'valibot';
-import type { Tx } from '../db/database.ts';
+import { MAX_PAGE_SIZE } from '../http/list-query.ts';
 import { documented, Id, named, Timestamp } from '../openapi/atoms.ts';
 import type { NamedSchema } from '../openapi/types.ts';
 import { ORDER } from '../orders/representation.ts';
-import { STATUSES } from '../orders/schema.ts';
+import { STATUSES } from '../orders/rules.ts';
 import { PAYMENT } from '../payments/representation.ts';
 import { USER } from '../users/representation.ts';
-
-export const EVENT_TYPES = [
-  'order.created',
-  'order.updated',
-  'order.status_changed',
-  'order.deleted',
-  'payment.succeeded',
-  'user.created',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-/** Writes an event (and its pending webhook deliveries) with `tx`, the change's own transaction. */
-export async function recordEvent(db: Tx, type: EventType, customerId: number | null, data: unknown): Promise<void> {
-  await db.one('InsertEvent', [type, customerId, JSON.stringify(data)]);
-}
-
-export interface EventRow {
-  id: number;
-  type: EventType;
-  data: unknown;
-  created_at: Date;
-}
-
-/** `{"id", "type", "createdAt", "data"}`: in `GET /events` and in every webhook body. */
-export function eventRepresentation(row: EventRow) {
-  return { id: row.id, type: row.type, createdAt: row.created_at, data: row.data };
-}
+import { EVENT_TYPES, type EventType } from '../outbox/outbox.ts';
 
 /** `order.status_changed`'s data: the status before and after, and the order after the change. */
 const STATUS_CHANGE = named(
@@ -80,4 +54,18 @@ export const EVENT = named(
     }),
   ),
   EVENTS,
+);
+
+/** A page of the log as `listEvents()` answers it: a cursor page, not a numbered one. */
+export const EVENT_PAGE = named(
+  'EventPage',
+  v.strictObject({
+    data: v.array(EVENT.schema),
+    meta: v.strictObject({
+      pageSize: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PAGE_SIZE)),
+      after: v.nullable(Id),
+      next: v.nullable(Id),
+    }),
+  }),
+  [EVENT],
 );

@@ -2,15 +2,15 @@
  * The order endpoints (contract §4) as routes, each with the prose of its
  * OpenAPI operation: the collection with its filters, one order, and its
  * creation, replacement, merge patch and deletion; with the ownership rules
- * of §6. The handlers are in handlers.ts, the list's rules and SQL in
- * order-list.ts.
+ * of §6; and the items of orders as a flat collection (`/order-items`). The
+ * handlers are in handlers.ts, the lists' rules and SQL in order-list.ts.
  */
 import type { RouteSpec } from '../pipeline/context.ts';
-import { ORDER, ORDER_PAGE } from './representation.ts';
+import { ORDER, ORDER_ITEM_PAGE, ORDER_PAGE } from './representation.ts';
 import { ID_SCHEMA, stringEnum } from '../openapi/atoms.ts';
-import { CREATE_ORDER, PATCH_ORDER, REPLACE_ORDER, STATUSES } from './schema.ts';
-import { ORDER_LIST } from './order-list.ts';
-import { create, currentTag, getOne, listAll, listOfUser, patch, remove, replace } from './handlers.ts';
+import { CREATE_ORDER, PATCH_ORDER, REPLACE_ORDER, STATUSES } from './rules.ts';
+import { ITEM_LIST, ORDER_LIST } from './order-list.ts';
+import { create, currentTag, getOne, listAll, listItems, listOfUser, patch, remove, replace } from './handlers.ts';
 
 const ORDER_QUERY = {
   status: { description: 'only orders with this status', schema: stringEnum(STATUSES) },
@@ -142,6 +142,23 @@ export const orderRoutes: readonly RouteSpec[] = [
       success: { status: 200, schema: ORDER_PAGE },
       list: ORDER_LIST,
       query: ORDER_QUERY,
+    },
+  },
+];
+
+export const orderItemRoutes: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    pattern: '/order-items',
+    auth: 'orders:read',
+    cache: 'private',
+    handler: listItems,
+    doc: {
+      summary: 'List order items',
+      description: 'A customer must give orderId and sees only the items of their own orders.',
+      success: { status: 200, schema: ORDER_ITEM_PAGE },
+      list: ITEM_LIST,
+      query: { orderId: { description: 'only the items of this order (required for customers)', schema: ID_SCHEMA } },
     },
   },
 ];

@@ -1,27 +1,12 @@
-/** Creating users, shared by `POST /users` and the command-line tool. */
-import * as v from 'valibot';
+/**
+ * The statements of users (`sql/queries/users.sql`): creating one, with its
+ * event (shared by `POST /users` and the command-line tool), and reading one.
+ */
 import type { Db } from '../db/database.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { recordEvent } from '../outbox/outbox.ts';
 import { UNIQUE_VIOLATION } from '../db/errors.ts';
+import type { NewUser } from './rules.ts';
 import { userRepresentation, type UserRow } from './representation.ts';
-
-/** The body of a new user; unknown members are refused (contract §4: no mass assignment). */
-export const NewUserSchema = v.strictObject({
-  email: v.pipe(
-    v.string(),
-    v.trim(),
-    v.maxLength(254, 'must be at most 254 characters'),
-    v.email('must be an e-mail address'),
-  ),
-  name: v.pipe(
-    v.string(),
-    v.trim(),
-    v.minLength(1, 'must not be empty'),
-    v.maxLength(200, 'must be at most 200 characters'),
-  ),
-  role: v.optional(v.picklist(['customer', 'admin'], 'must be customer or admin'), 'customer'),
-});
-export type NewUser = v.InferOutput<typeof NewUserSchema>;
 
 export class UserExistsError extends Error {
   override name = 'UserExistsError';
@@ -41,4 +26,9 @@ export async function createUser(db: Db, user: NewUser): Promise<UserRow> {
     }
     throw error;
   }
+}
+
+/** User `id`, or `undefined` when there is none. */
+export async function getUser(db: Db, id: number): Promise<UserRow | undefined> {
+  return db.one<UserRow>('GetUser', [id]);
 }

@@ -1,9 +1,10 @@
 /**
- * Webhook endpoints (contract §15), for admins with `webhooks:write`: where
- * events are POSTed, which types, and the signing secret (shown once).
+ * The webhook endpoint handlers (contract §15), for admins with `webhooks:write`:
+ * where events are POSTed, which types, and the signing secret (shown once);
+ * and each endpoint's deliveries.
  */
 import { randomBytes } from 'node:crypto';
-import { principalOf, type RequestContext, type RouteSpec } from '../pipeline/context.ts';
+import { principalOf, type RequestContext } from '../pipeline/context.ts';
 import { collectionHandler } from '../pipeline/collection.ts';
 import { where } from '../db/page.ts';
 import { validationError } from '../http/json-body.ts';
@@ -22,14 +23,14 @@ import {
   WEBHOOK_ENDPOINT_WITH_SECRET,
   type EndpointRow,
 } from './representation.ts';
-import { checkTarget } from './targets.ts';
+import { checkTarget } from './rules.ts';
 
 function adminOnly(ctx: RequestContext): void {
   if (principalOf(ctx).role !== 'admin')
     throw new HttpError(403, 'forbidden', { detail: 'Only an admin may manage webhook endpoints.' });
 }
 
-async function create(ctx: RequestContext): Promise<Response> {
+export async function create(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
   const body = readJsonBody(ctx, NewWebhookEndpointSchema);
   const target = await checkTarget(body.url, ctx.services.config.webhookAllowPrivate);
@@ -45,14 +46,14 @@ async function create(ctx: RequestContext): Promise<Response> {
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 
-const LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
+export const ENDPOINT_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
   sortKeys: ['id', 'createdAt'],
   keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
   filters: {},
 };
 
-const list = collectionHandler({
-  list: LIST,
+export const list = collectionHandler({
+  list: ENDPOINT_LIST,
   before: adminOnly,
   sql: () => ({
     list: 'ListWebhookEndpoints',
@@ -70,11 +71,11 @@ async function endpointOr404(ctx: RequestContext): Promise<EndpointRow> {
   return row;
 }
 
-async function getOne(ctx: RequestContext): Promise<Response> {
+export async function getOne(ctx: RequestContext): Promise<Response> {
   return jsonResponse(endpointRepresentation(await endpointOr404(ctx)));
 }
 
-async function remove(ctx: RequestContext): Promise<Response> {
+export async function remove(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
   const deleted = await ctx.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
   if (deleted === undefined)
@@ -82,13 +83,13 @@ async function remove(ctx: RequestContext): Promise<Response> {
   return new Response(null, { status: 204 });
 }
 
-const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
+export const DELIVERY_LIST: ListSpec<'id' | 'createdAt', Record<string, never>> = {
   sortKeys: ['id', 'createdAt'],
   keyTypes: { id: 'bigint', createdAt: 'timestamptz' },
   filters: {},
 };
 
-const deliveries = collectionHandler({
+export const deliveries = collectionHandler({
   list: DELIVERY_LIST,
   before: endpointOr404,
   sql: (_ctx, _query, endpoint) => {
@@ -103,70 +104,3 @@ const deliveries = collectionHandler({
   },
   represent: deliveryRepresentation,
 });
-
-export const webhookRoutes: readonly RouteSpec[] = [
-  {
-    method: 'POST',
-    pattern: '/webhook-endpoints',
-    auth: 'webhooks:write',
-    handler: create,
-    doc: {
-      summary: 'Create a webhook endpoint (admin); the signing secret is shown once',
-      description:
-        'Events of the listed types are delivered to url per Standard Webhooks (webhook-id, webhook-timestamp, ' +
-        'webhook-signature), at least once, retried for about a day. The url must be http(s) and, unless ' +
-        'WEBHOOK_ALLOW_PRIVATE=1, not a private or loopback address (422).',
-      success: { status: 201, schema: WEBHOOK_ENDPOINT_WITH_SECRET },
-      body: NEW_WEBHOOK_ENDPOINT,
-      problems: [[422, 'validation']],
-    },
-  },
-  {
-    method: 'GET',
-    pattern: '/webhook-endpoints',
-    auth: 'webhooks:write',
-    handler: list,
-    doc: {
-      summary: 'List webhook endpoints (admin)',
-      description: 'Every webhook endpoint, a page at a time; the signing secrets are never shown again.',
-      success: { status: 200, schema: page('WebhookEndpointPage', WEBHOOK_ENDPOINT) },
-      list: LIST,
-    },
-  },
-  {
-    method: 'GET',
-    pattern: '/webhook-endpoints/{id:int}',
-    auth: 'webhooks:write',
-    handler: getOne,
-    doc: {
-      summary: 'Get a webhook endpoint (admin)',
-      description: 'One webhook endpoint, without its signing secret.',
-      success: { status: 200, schema: WEBHOOK_ENDPOINT },
-    },
-  },
-  {
-    method: 'DELETE',
-    pattern: '/webhook-endpoints/{id:int}',
-    auth: 'webhooks:write',
-    handler: remove,
-    doc: {
-      summary: 'Delete a webhook endpoint and its deliveries (admin)',
-      description: 'No further deliveries are attempted to it; its pending and past deliveries are deleted with it.',
-      success: { status: 204 },
-    },
-  },
-  {
-    method: 'GET',
-    pattern: '/webhook-endpoints/{id:int}/deliveries',
-    auth: 'webhooks:write',
-    handler: deliveries,
-    doc: {
-      summary: "An endpoint's deliveries, with every attempt and its outcome (admin)",
-      description:
-        'Each delivery of an event to this endpoint: its status (pending, delivered or failed), the attempts ' +
-        "made and when the next is due, and each attempt's HTTP status or error and duration.",
-      success: { status: 200, schema: page('DeliveryPage', DELIVERY) },
-      list: DELIVERY_LIST,
-    },
-  },
-];
