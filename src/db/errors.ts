@@ -55,43 +55,53 @@ export interface Deadline {
   readonly expired: boolean;
 }
 
-/**
- * Settles like `work(deadline)`, or rejects once `deadline` has run for `ms` in all, pauses left out, with what
- * `expired()` gives then (`DeadlineExceeded` by default). As with `withDeadline()`, the abandoned work's late
- * failure is dropped.
- */
-export function underDeadline<T>(
-  ms: number,
-  work: (deadline: Deadline) => Promise<T>,
-  expired: () => Error = () => new DeadlineExceeded(ms),
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const deadline = new PausableDeadline(ms, (): void => reject(expired()));
-    work(deadline).then(
-      (value) => {
-        deadline.settle();
-        resolve(value);
-      },
-      (error: unknown) => {
-        deadline.settle();
-        reject(error);
-      },
-    );
-  });
+/** A request's clock for the database, with what races it. */
+export interface RequestClock extends Deadline {
+  /**
+   * Settles like `work`, or rejects once the clock has run for its time in all, pauses left out, with the error
+   * of its expiry (made once, when it expires). As with `withDeadline()`, the abandoned work's late failure is
+   * dropped.
+   */
+  race<T>(work: Promise<T>): Promise<T>;
+  /** The work is done: the clock stops for good. */
+  settle(): void;
+}
+
+/** A clock of `ms` started now; when it runs out, `expired()` makes the error every race then rejects with. */
+export function startDeadline(ms: number, expired: () => Error = () => new DeadlineExceeded(ms)): RequestClock {
+  return new PausableDeadline(ms, expired);
 }
 
 /** One request's clock: a class, so that a request makes one object and one timer for it. */
-class PausableDeadline implements Deadline {
-  readonly #expired: () => void;
+class PausableDeadline implements RequestClock {
+  readonly #expired: () => Error;
   #left: number;
   #since = performance.now();
   #timer: NodeJS.Timeout | undefined;
+  /** Made on the first race: rejects when the clock runs out. */
+  #lapse: Promise<never> | undefined;
+  #reject: ((error: Error) => void) | undefined;
+  #error: Error | undefined;
   expired = false;
 
-  constructor(ms: number, expired: () => void) {
+  constructor(ms: number, expired: () => Error) {
     this.#left = ms;
     this.#expired = expired;
     this.#timer = setTimeout(() => this.#expire(), ms);
+  }
+
+  race<T>(work: Promise<T>): Promise<T> {
+    if (this.#error !== undefined) {
+      work.catch(() => {});
+      return Promise.reject(this.#error);
+    }
+    this.#lapse ??= new Promise<never>((_, reject) => {
+      this.#reject = reject;
+    });
+    const raced = Promise.race([work, this.#lapse]);
+    // The work that lost the race may fail later: nobody waits for it.
+    work.catch(() => {});
+    return raced;
   }
 
   pause(): void {
@@ -107,7 +117,6 @@ class PausableDeadline implements Deadline {
     this.#timer = setTimeout(() => this.#expire(), Math.max(0, this.#left));
   }
 
-  /** The work settled: the clock stops for good. */
   settle(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -116,7 +125,8 @@ class PausableDeadline implements Deadline {
   #expire(): void {
     this.expired = true;
     this.#timer = undefined;
-    this.#expired();
+    this.#error = this.#expired();
+    this.#reject?.(this.#error);
   }
 }
 

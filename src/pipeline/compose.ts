@@ -7,19 +7,20 @@
  */
 
 /**
- * Runs the stages after this one on `state` and gives their response. A
- * stage hands on the state it was given: the chain is built once, so that a
- * request allocates no closure per stage.
+ * Runs the stages after this one on `state` and gives what they hand back
+ * (`R`: a `Response`, or an `Answer` with the decisions outer stages
+ * report). A stage hands on the state it was given: the chain is built
+ * once, so that a request allocates no closure per stage.
  */
-export type Next<S> = (state: S) => Promise<Response>;
+export type Next<S, R = Response> = (state: S) => Promise<R>;
 
-export type Stage<S> = (state: S, next: Next<S>) => Promise<Response>;
+export type Stage<S, R = Response> = (state: S, next: Next<S, R>) => Promise<R>;
 
 /** A stage that does nothing: where a rule is off (no CORS origins, no rate limit). compose() leaves it out. */
-export function pass<S>(): Stage<S> {
-  return PASS as Stage<S>;
+export function pass<S, R = Response>(): Stage<S, R> {
+  return PASS as unknown as Stage<S, R>;
 }
-const PASS: Stage<unknown> = (state, next) => next(state);
+const PASS: Stage<unknown, unknown> = (state, next) => next(state);
 
 /**
  * One function running `stages` in order on a request's state. The last
@@ -35,14 +36,14 @@ const PASS: Stage<unknown> = (state, next) => next(state);
  * ]);
  * await run({ seen: [] }); // the 200 'ok', after 'outer'
  */
-export function compose<S>(stages: readonly Stage<S>[]): (state: S) => Promise<Response> {
+export function compose<S, R = Response>(stages: readonly Stage<S, R>[]): (state: S) => Promise<R> {
   if (stages.length === 0) throw new TypeError('compose() needs at least one stage');
-  const end: Next<S> = () => Promise.reject(new Error('the last stage called next(): it must answer'));
-  const last = stages[stages.length - 1] as Stage<S>;
-  let run: Next<S> = (state) => last(state, end);
+  const end: Next<S, R> = () => Promise.reject(new Error('the last stage called next(): it must answer'));
+  const last = stages[stages.length - 1] as Stage<S, R>;
+  let run: Next<S, R> = (state) => last(state, end);
   for (let i = stages.length - 2; i >= 0; i -= 1) {
-    const stage = stages[i] as Stage<S>;
-    if (stage === PASS) continue;
+    const stage = stages[i] as Stage<S, R>;
+    if (stage === (PASS as unknown)) continue;
     const next = run;
     run = (state) => stage(state, next);
   }

@@ -2,23 +2,24 @@
  * One request's state as it passes the stages (src/pipeline/stages/): what
  * the request says, set once when it arrives (its route among them: matching
  * is a pure function of the method and path), and what each stage finds out
- * and hands inward (the version, the principal, the rate decision…). Each
- * writable field is written by exactly one stage, named in its comment
+ * and hands inward (the version, the principal, where the statements go…).
+ * Each writable field is written by exactly one stage, named in its comment
  * (test/api/pipeline-fields.test.ts checks the sources). A stage never calls
  * `next()` twice and no stage signals another beside the chain: what an
- * inner stage needs is here before it runs.
+ * inner stage needs is here before it runs, and what an outer stage reports
+ * of an inner one's decisions comes back with the answer
+ * (src/pipeline/answer.ts), never through here.
  */
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db } from '../db/database.ts';
-import type { Deadline } from '../db/errors.ts';
+import type { RequestClock } from '../db/errors.ts';
 import { RequestScope } from '../db/scope.ts';
 import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
 import { clientAddress } from '../http/client-address.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import { fieldOf } from '../http/incoming-request.ts';
 import type { ClientInfo } from '../http/node-adapter.ts';
-import type { RateDecision } from '../http/rate-limit.ts';
 import type { Params, Router, RouteMatch } from '../http/router.ts';
 import type { HandlerServices, RequestContext, RouteSpec } from './context.ts';
 
@@ -39,7 +40,7 @@ export interface Exchange {
   /** cors: a CORS preflight from a listed origin. */
   preflight: boolean;
   /** deadline: the request's time for the database, which the body stage stops while it reads. */
-  deadline: Deadline | undefined;
+  deadline: RequestClock | undefined;
   /** What the request has under way in the database, to cancel when it gives up (contract §17). */
   readonly scope: RequestScope;
   /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
@@ -55,8 +56,6 @@ export interface Exchange {
   contentType: string | undefined;
   /** authorize. */
   principal: Principal | undefined;
-  /** authorize: the decision on the user's or the address's limit the `RateLimit` fields report. */
-  rate: RateDecision | undefined;
   /** preconditions: the request's conditions, parsed once. */
   conditions: Conditions | undefined;
   /** replica: where the handler's statements go, the primary or the replica for a read. */
@@ -67,8 +66,6 @@ export interface Exchange {
   handle: Db | undefined;
   /** idempotency: the savepoint a keyed POST's handler runs in. */
   savepoint: Db | undefined;
-  /** problems: the client went away before its body arrived; it reads no answer. */
-  aborted: boolean;
 }
 
 // contract §13: 1–128 visible ASCII characters.
@@ -121,13 +118,11 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     version: undefined,
     contentType: undefined,
     principal: undefined,
-    rate: undefined,
     conditions: undefined,
     source: parts.database,
     tagSource: undefined,
     handle: undefined,
     savepoint: undefined,
-    aborted: false,
   };
 }
 

@@ -4,14 +4,17 @@
  * cross-cutting rules (contract §5–§13, §16, §17). Outer to inner:
  *
  *   observe → cors → compression → fields → address limit → problems → deadline
- *   → route → negotiate → authorize → body → replica → preconditions
- *   → idempotency → conditional → handler
+ *   → route → negotiate → authorize → work: [body → replica → preconditions
+ *   → idempotency → conditional → handler]
  *
  * A request passes each stage once, inward, and its answer each once,
  * outward: no stage calls `next()` twice or hands another a signal beside
  * the chain. What a stage decides for the stages inside it is a field of the
  * exchange it writes before it calls `next()` (src/pipeline/exchange.ts says
  * which stage writes each); the route is found when the request arrives.
+ * What an outer stage reports of an inner one's decisions (the rate decision,
+ * the principal, the version) comes back with the answer, an `Answer`
+ * (src/pipeline/answer.ts), or with the error on its way out.
  * The conditional stage is the one place a 2xx is finished, inside the
  * idempotency stage, which stores the finished answer.
  *
@@ -35,7 +38,8 @@ import { compose, type Stage } from './compose.ts';
 import type { RouteSpec, Services } from './context.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
 import { authorize } from './stages/authorize.ts';
-import { databaseDeadline, requestBody } from './stages/body.ts';
+import { databaseDeadline, requestBody, work } from './stages/body.ts';
+import type { Answer } from './answer.ts';
 import { createBodyBudget, type BodyBudget } from '../http/body-budget.ts';
 import { compression } from './stages/compression.ts';
 import { conditional, preconditions } from './stages/conditional.ts';
@@ -85,7 +89,17 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes);
-  const run = compose<Exchange>([
+  // The stages that work on the request's body and database, each giving a Response; the work stage runs them
+  // under the request's clock and hands their answer outward, to the stages that report decisions with it.
+  const inner = compose<Exchange>([
+    requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
+    replicaReads(given.reads, database, log),
+    preconditions(),
+    idempotency(),
+    conditional(config.cacheMaxAge),
+    handler,
+  ]);
+  const run = compose<Exchange, Answer>([
     observe(log, metrics),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
     compression(),
@@ -96,12 +110,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     route(),
     negotiation(versions),
     authorize(given.authenticator, limits),
-    requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
-    replicaReads(given.reads, database, log),
-    preconditions(),
-    idempotency(),
-    conditional(config.cacheMaxAge),
-    handler,
+    work(inner),
   ]);
-  return Object.assign((request: Request, client: ClientInfo) => run(newExchange(request, client, parts)), { bodies });
+  const app = async (request: Request, client: ClientInfo) => (await run(newExchange(request, client, parts))).response;
+  return Object.assign(app, { bodies });
 }

@@ -21,13 +21,11 @@ const OWNERS: Record<string, string> = {
   version: 'stages/route.ts',
   contentType: 'stages/route.ts',
   principal: 'stages/authorize.ts',
-  rate: 'stages/authorize.ts',
   conditions: 'stages/conditional.ts',
   source: 'stages/replica.ts',
   tagSource: 'stages/replica.ts',
   handle: 'exchange.ts',
   savepoint: 'stages/idempotency.ts',
-  aborted: 'stages/problems.ts',
 };
 
 /** The fields of `interface Exchange` that are not `readonly`. */

@@ -17,11 +17,12 @@ import { bufferedResponse } from '../../src/http/response.ts';
 import { createRouter } from '../../src/http/router.ts';
 import { versionPolicy } from '../../src/http/semantics.ts';
 import { createHttpMetrics } from '../../src/metrics/http-metrics.ts';
+import { unwound, unwinding, Unwinding, type Answer } from '../../src/pipeline/answer.ts';
 import { compose, pass, type Next, type Stage } from '../../src/pipeline/compose.ts';
 import type { HandlerServices, ReplicaReads, RouteSpec } from '../../src/pipeline/context.ts';
 import { newExchange, type Exchange } from '../../src/pipeline/exchange.ts';
 import { authorize } from '../../src/pipeline/stages/authorize.ts';
-import { databaseDeadline, requestBody } from '../../src/pipeline/stages/body.ts';
+import { databaseDeadline, requestBody, work } from '../../src/pipeline/stages/body.ts';
 import { createBodyBudget } from '../../src/http/body-budget.ts';
 import { conditional, preconditions } from '../../src/pipeline/stages/conditional.ts';
 import { cors } from '../../src/pipeline/stages/cors.ts';
@@ -83,14 +84,20 @@ function fakeNext(
   return next;
 }
 
-/** The outcome of `stage` on `x`: its response, or the HttpError it threw. */
+/** The outcome of `stage` on `x`: its response, or the HttpError it threw (with the decisions it carried). */
 async function outcome(stage: Stage<Exchange>, x: Exchange, next: Next<Exchange>): Promise<Response | HttpError> {
   try {
     return await stage(x, next);
-  } catch (error) {
+  } catch (thrown) {
+    const { error } = unwound(thrown);
     if (error instanceof HttpError) return error;
-    throw error;
+    throw thrown;
   }
+}
+
+/** A stage that hands outward an `Answer`, run as if the stages inside gave a `Response`: its `Response`. */
+function asResponses(stage: Stage<Exchange, Answer>): Stage<Exchange> {
+  return async (x, next) => (await stage(x, async (y) => ({ response: await next(y) }))).response;
 }
 
 describe('compose()', () => {
@@ -110,16 +117,13 @@ describe('compose()', () => {
     assert.deepEqual(seen, ['a in', 'b in', 'b out', 'a out']);
   });
 
-  it('runs the rest again when a stage calls next() twice', async () => {
-    let inner = 0;
-    const run = compose<null>([
-      async (state, next) => {
-        await next(state);
-        return next(state);
-      },
-      async () => new Response(String(++inner)),
+  it('hands outward what the stages give, a Response or another value (an Answer)', async () => {
+    const run = compose<null, Answer>([
+      async (state, next) => ({ ...(await next(state)), version: 2 }),
+      async () => ({ response: new Response('end') }),
     ]);
-    assert.equal(await (await run(null)).text(), '2');
+    const answer = await run(null);
+    assert.deepEqual([await answer.response.text(), answer.version], ['end', 2]);
   });
 
   it('refuses a last stage that calls next(), and an empty list', async () => {
@@ -156,11 +160,9 @@ describe('observe', () => {
       createLogger('info', (line) => lines.push(JSON.parse(line))),
       metrics,
     );
-    const x = exchange('/v1/orders/3', { headers: { 'x-request-id': 'req-1' } }, { principal });
-    const response = await stage(
-      x,
-      fakeNext(() => new Response(null, { status: 204 })),
-    );
+    const x = exchange('/v1/orders/3', { headers: { 'x-request-id': 'req-1' } });
+    // The principal is the authorize stage's, handed outward with the answer.
+    const { response } = await stage(x, async () => ({ response: new Response(null, { status: 204 }), principal }));
     assert.equal(response.headers.get('x-request-id'), 'req-1');
     assert.equal(lines.length, 1);
     const { time, durationMs, ...line } = lines[0] as Record<string, unknown>;
@@ -188,11 +190,8 @@ describe('observe', () => {
       createLogger('info', (line) => lines.push(JSON.parse(line))),
       metrics,
     );
-    const x = exchange('/v1/orders/3', { method: 'PATCH', body: '{}' }, { aborted: true });
-    await stage(
-      x,
-      fakeNext(() => bufferedResponse(null, { status: 400 })),
-    );
+    const x = exchange('/v1/orders/3', { method: 'PATCH', body: '{}' });
+    await stage(x, async () => ({ response: bufferedResponse(null, { status: 400 }), aborted: true }));
     assert.equal(lines[0]?.status, null);
     assert.equal(lines[0]?.aborted, true);
     assert.match(
@@ -203,11 +202,14 @@ describe('observe', () => {
 });
 
 describe('cors', () => {
-  const stage = cors((origin) => (origin === 'https://app.example' ? origin : undefined));
+  const stage = asResponses(cors((origin) => (origin === 'https://app.example' ? origin : undefined)));
 
   it('does nothing when no origin is configured', async () => {
     const next = fakeNext();
-    const response = await cors(undefined)(exchange('/healthz', { headers: { origin: 'https://a' } }), next);
+    const response = await asResponses(cors(undefined))(
+      exchange('/healthz', { headers: { origin: 'https://a' } }),
+      next,
+    );
     assert.equal(response.headers.get('vary'), null);
     assert.equal(next.calls, 1);
   });
@@ -238,17 +240,25 @@ describe('cors', () => {
 
 describe('representation fields', () => {
   const config = loadConfig({});
-  const stage = representationFields(versionPolicy(config));
+  const fields = representationFields(versionPolicy(config));
+  const stage = asResponses(fields);
 
   it('varies by Accept and Authorization where the route does, and marks version 1 deprecated', async () => {
-    const x = exchange('/v1/orders/1', {}, { route: getOrder, version: 1 });
-    const response = await stage(
-      x,
-      fakeNext(() => bufferedResponse(null, { status: 404 })),
-    );
+    // Version 1 as the negotiate stage handed it outward, on a path without a prefix.
+    const x = exchange('/orders/1', {}, { route: getOrder });
+    const { response } = await fields(x, async () => ({
+      response: bufferedResponse(null, { status: 404 }),
+      version: 1,
+    }));
     assert.equal(response.headers.get('vary'), 'Accept, Authorization');
     assert.equal(response.headers.get('link'), '</v2/orders/1>; rel="successor-version"');
     assert.equal(response.headers.get('sunset'), config.v1SunsetAt.toUTCString());
+    // Refused before negotiation, under /v1/: the path's prefix.
+    const early = await stage(
+      exchange('/v1/nowhere'),
+      fakeNext(() => bufferedResponse(null, { status: 404 })),
+    );
+    assert.equal(early.headers.get('link'), '</v2/nowhere>; rel="successor-version"');
   });
 
   it('adds nothing to an answer of no route in no version', async () => {
@@ -264,7 +274,7 @@ describe('address limit', () => {
   const limits = createLimits(loadConfig({ RATE_LIMIT: '2/60' }), createHttpMetrics(), undefined);
 
   it('counts an answer no route counted against its address, then refuses with 429 past the limit', async () => {
-    const stage = addressLimit(limits);
+    const stage = asResponses(addressLimit(limits));
     const statuses: (number | string | null)[] = [];
     for (let i = 0; i < 3; i += 1) {
       const response = await stage(
@@ -277,14 +287,15 @@ describe('address limit', () => {
   });
 
   it('never counts a health check, and only reports a decision the user limit made', async () => {
-    const stage = addressLimit(limits);
+    const stage = asResponses(addressLimit(limits));
     for (let i = 0; i < 3; i += 1) {
       const response = await stage(exchange('/healthz', {}, { route: health }), fakeNext());
       assert.equal(response.status, 200);
       assert.equal(response.headers.get('ratelimit'), null);
     }
-    const x = exchange('/v1/orders/1', {}, { route: getOrder, rate: { allowed: true, remaining: 5, resetSeconds: 9 } });
-    const response = await stage(x, fakeNext());
+    const x = exchange('/v1/orders/1', {}, { route: getOrder });
+    const rate = { allowed: true, remaining: 5, resetSeconds: 9 };
+    const { response } = await addressLimit(limits)(x, async () => ({ response: new Response('inner'), rate }));
     assert.equal(response.headers.get('ratelimit'), '"default";r=5;t=9');
   });
 });
@@ -292,7 +303,7 @@ describe('address limit', () => {
 describe('problems', () => {
   it('turns an HttpError into its problem response, and another error into a logged 500', async () => {
     const lines: Record<string, unknown>[] = [];
-    const stage = problems(createLogger('info', (line) => lines.push(JSON.parse(line))));
+    const stage = asResponses(problems(createLogger('info', (line) => lines.push(JSON.parse(line)))));
     const refused = await stage(
       exchange('/x'),
       fakeNext(() => {
@@ -314,9 +325,18 @@ describe('problems', () => {
   });
 
   it('answers a database past its deadline with 503', async () => {
-    const stage = problems(createLogger('silent'));
+    const stage = asResponses(problems(createLogger('silent')));
     const response = await stage(exchange('/x'), () => Promise.reject(new DeadlineExceeded(5_000)));
     assert.equal(response.status, 503);
+  });
+
+  it('answers an error with the decisions of the stages it passed on its way out', async () => {
+    const stage = problems(createLogger('silent'));
+    const rate = { allowed: false, remaining: 0, resetSeconds: 7 };
+    const thrown = unwinding(unwinding(new HttpError(429, 'rate-limited'), { rate }), { version: 2 });
+    const answer = await stage(exchange('/x'), () => Promise.reject(thrown));
+    assert.deepEqual([answer.response.status, answer.rate, answer.version], [429, rate, 2]);
+    assert.ok(thrown instanceof Unwinding);
   });
 });
 
@@ -365,6 +385,8 @@ describe('body', () => {
     x.deadline = {
       pause: () => events.push('pause'),
       resume: () => events.push('resume'),
+      race: (work) => work,
+      settle: () => {},
       expired: false,
     };
     await requestBody(limits())(
@@ -378,26 +400,40 @@ describe('body', () => {
   });
 });
 
-describe('database deadline', () => {
-  it('answers with DeadlineExceeded once the inner stages have had their time, pauses left out', async () => {
-    const stage = databaseDeadline(30);
-    const late = stage(exchange('/x'), () => new Promise(() => {}));
-    await assert.rejects(late, DeadlineExceeded);
+describe('database deadline and work', () => {
+  it('rejects with DeadlineExceeded once the inner stages have had their time, pauses left out', async () => {
+    const run = (inner: (x: Exchange) => Promise<Response>) =>
+      compose<Exchange, Answer>([databaseDeadline(30), work(inner)]);
+    await assert.rejects(run(() => new Promise(() => {}))(exchange('/x')), DeadlineExceeded);
     const x = exchange('/x');
-    const paused = await stage(x, async (inner) => {
+    const paused = await run(async (inner) => {
       inner.deadline?.pause();
       await new Promise((resolve) => setTimeout(resolve, 60));
       inner.deadline?.resume();
       return new Response('in time');
-    });
-    assert.equal(await paused.text(), 'in time');
+    })(x);
+    assert.equal(await paused.response.text(), 'in time');
     assert.equal(x.deadline?.expired, false);
+  });
+
+  it('unwinds a request past its time through the stages it passed, with their decisions', async () => {
+    const limits = createLimits(loadConfig({ RATE_LIMIT: '5/60' }), createHttpMetrics(), undefined);
+    const authenticator: Authenticator = { authenticate: async () => principal };
+    const run = compose<Exchange, Answer>([
+      problems(createLogger('silent')),
+      databaseDeadline(30),
+      authorize(authenticator, limits),
+      work(() => new Promise(() => {})),
+    ]);
+    const x = exchange('/v1/orders/1', { headers: { authorization: 'Bearer good' } }, { route: getOrder });
+    const answer = await run(x);
+    assert.deepEqual([answer.response.status, answer.principal, answer.rate?.remaining], [503, principal, 4]);
   });
 });
 
 describe('route and negotiate', () => {
   it('refuses 404 and 405, answers OPTIONS with Allow, and passes a found route on', async () => {
-    const stage = route();
+    const stage = asResponses(route());
     const missing = await outcome(stage, exchange('/v1/nothing'), fakeNext());
     assert.ok(missing instanceof HttpError && missing.status === 404);
     const wrong = await outcome(stage, exchange('/v1/orders/1', { method: 'DELETE' }), fakeNext());
@@ -419,7 +455,7 @@ describe('route and negotiate', () => {
   });
 
   it('settles the version and media type from Accept, and refuses what it cannot serve with 406', async () => {
-    const stage = negotiation(versionPolicy(loadConfig({})));
+    const stage = asResponses(negotiation(versionPolicy(loadConfig({}))));
     const x = exchange('/orders/1', { headers: { accept: 'application/vnd.orders.v2+json' } }, { route: getOrder });
     await stage(x, fakeNext());
     assert.deepEqual([x.version, x.contentType], [2, 'application/vnd.orders.v2+json']);
@@ -446,15 +482,17 @@ describe('authorize', () => {
 
   it('authenticates, counts the user and checks the scope, in that order', async () => {
     const limits = createLimits(loadConfig({ RATE_LIMIT: '5/60' }), createHttpMetrics(), undefined);
-    const stage = authorize(authenticator, limits);
+    const authorizing = authorize(authenticator, limits);
+    const stage = asResponses(authorizing);
     const x = exchange('/v1/orders/1', { headers: { authorization: 'Bearer good' } }, { route: getOrder });
-    await stage(x, fakeNext());
-    assert.deepEqual([x.principal, x.rate?.remaining], [principal, 4]);
+    const answer = await authorizing(x, async () => ({ response: new Response('inner') }));
+    assert.deepEqual([x.principal, answer.principal, answer.rate?.remaining], [principal, principal, 4]);
     const admin = { ...getOrder, auth: 'users:write' as const };
     const y = exchange('/v1/orders/1', { headers: { authorization: 'Bearer good' } }, { route: admin });
-    const refused = await outcome(stage, y, fakeNext());
-    assert.ok(refused instanceof HttpError && refused.status === 403);
-    assert.equal(y.rate?.remaining, 3, 'counted before the scope was checked');
+    const thrown = await authorizing(y, async () => ({ response: new Response('inner') })).catch((e: unknown) => e);
+    const { error, decisions } = unwound(thrown);
+    assert.ok(error instanceof HttpError && error.status === 403);
+    assert.equal(decisions.rate?.remaining, 3, 'counted before the scope was checked, and handed outward');
     const anonymous = await outcome(stage, exchange('/v1/orders/1', {}, { route: getOrder }), fakeNext());
     assert.ok(anonymous instanceof HttpError && anonymous.status === 401);
   });

@@ -15,47 +15,82 @@
 import { insufficientScope, type Authenticator, type Principal } from '../../auth/authenticator.ts';
 import { HttpError } from '../../http/problem.ts';
 import { addressGroup } from '../../http/rate-limit.ts';
+import type { RateDecision } from '../../http/rate-limit.ts';
+import type { LimitTable } from '../../limits/shared-limits.ts';
+import { unwinding, type Answer, type Decisions } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
-import type { LimitTable } from '../../limits/shared-limits.ts';
+import { withinDeadline } from './body.ts';
 import { rateLimited, type Limits } from './limits.ts';
 
-export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange> {
+export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange, Answer> {
   return async (x, next) => {
-    const route = routeOf(x);
-    const { credential } = route;
-    const authorization = x.header('authorization');
-    if (route.auth !== 'public') {
-      refuseBarred(x, limits, authorization);
-      let principal: Principal;
-      try {
-        principal = await authenticator.authenticate(authorization, x.scope);
-      } catch (error) {
-        throw await failure(x, limits, authorization, error);
-      }
-      x.principal = principal;
-      if (limits !== undefined) await countOrRefuse(x, limits, 'users', String(principal.userId));
-      if (!principal.scopes.has(route.auth)) throw insufficientScope(route.auth);
-    } else {
-      if (credential !== undefined) {
-        refuseBarred(x, limits, authorization);
-        try {
-          credential(authorization, x.services);
-        } catch (error) {
-          throw await failure(x, limits, authorization, error);
-        }
-      }
-      if (limits !== undefined && limits.limited(route) === true)
-        await countOrRefuse(x, limits, 'addresses', addressGroup(x.address));
+    const decisions = await admit(x, authenticator, limits);
+    if (decisions === NONE) return next(x);
+    try {
+      return { ...(await next(x)), ...decisions };
+    } catch (error) {
+      throw unwinding(error, decisions);
     }
-    return next(x);
   };
 }
 
-/** Counts `key` in `table` and throws 429 past the limit; the decision is the exchange's. */
-async function countOrRefuse(x: Exchange, limits: Limits, table: LimitTable, key: string): Promise<void> {
-  x.rate = await limits.count(table, key);
-  if (!x.rate.allowed) throw rateLimited(x.rate);
+/**
+ * The principal and the rate decision of a request that may go on; a refusal is thrown with the decisions made
+ * before it (the rate decision its `RateLimit` fields report). What waits for the database or Redis is raced
+ * against the request's clock.
+ */
+async function admit(x: Exchange, authenticator: Authenticator, limits: Limits | undefined): Promise<Decisions> {
+  const route = routeOf(x);
+  const { credential } = route;
+  const authorization = x.header('authorization');
+  if (route.auth !== 'public') {
+    refuseBarred(x, limits, authorization);
+    let principal: Principal;
+    try {
+      principal = await withinDeadline(x, authenticator.authenticate(authorization, x.scope));
+    } catch (error) {
+      throw await failure(x, limits, authorization, error);
+    }
+    x.principal = principal;
+    const rate =
+      limits === undefined ? undefined : await counted(x, limits, 'users', String(principal.userId), principal);
+    const decided = rate === undefined ? { principal } : { principal, rate };
+    if (!principal.scopes.has(route.auth)) throw unwinding(insufficientScope(route.auth), decided);
+    return decided;
+  }
+  if (credential !== undefined) {
+    refuseBarred(x, limits, authorization);
+    try {
+      credential(authorization, x.services);
+    } catch (error) {
+      throw await failure(x, limits, authorization, error);
+    }
+  }
+  if (limits !== undefined && limits.limited(route) === true)
+    return { rate: await counted(x, limits, 'addresses', addressGroup(x.address)) };
+  return NONE;
+}
+
+/** A public route's request, not counted: nothing to hand outward. */
+const NONE: Decisions = Object.freeze({});
+
+/** Counts `key` in `table`: the decision, or 429 past the limit (with it, and the principal when there is one). */
+async function counted(
+  x: Exchange,
+  limits: Limits,
+  table: LimitTable,
+  key: string,
+  principal?: Principal,
+): Promise<RateDecision> {
+  let rate: RateDecision;
+  try {
+    rate = await withinDeadline(x, limits.count(table, key));
+  } catch (error) {
+    throw principal === undefined ? error : unwinding(error, { principal });
+  }
+  if (!rate.allowed) throw unwinding(rateLimited(rate), principal === undefined ? { rate } : { principal, rate });
+  return rate;
 }
 
 /** 429 for a credential from an address whose failed authentications are past the limit: it is not looked at. */
@@ -63,8 +98,7 @@ function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: st
   if (limits === undefined || authorization === null) return;
   const barred = limits.barred(x.address);
   if (barred === undefined) return;
-  x.rate = barred;
-  throw rateLimited(barred);
+  throw unwinding(rateLimited(barred), { rate: barred });
 }
 
 /**
@@ -75,6 +109,6 @@ function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: st
 async function failure(x: Exchange, limits: Limits | undefined, authorization: string | null, error: unknown) {
   if (limits === undefined || authorization === null) return error;
   if (!(error instanceof HttpError) || error.status !== 401) return error;
-  x.rate = await limits.failed(x.address);
-  return x.rate.allowed ? error : rateLimited(x.rate);
+  const rate = await limits.failed(x.address);
+  return unwinding(rate.allowed ? error : rateLimited(rate), { rate });
 }

@@ -3,14 +3,18 @@
  * starts the request's clock for the database: from then on it waits at
  * most `deadlineMs` for it, in all, and gets 503 past it (the problems stage
  * says so), its statements dropped from the queue or cancelled (contract
- * §17, `RequestScope`). The body stage sits inside routing, authentication and the rate
+ * §17, `RequestScope`). The clock is raced where the request waits: by the
+ * authorize stage for the token's lookup and the user's count, and by the
+ * work stage for everything inside it; so a request past its time unwinds
+ * through the stages it passed, with their decisions (src/pipeline/answer.ts).
+ * The body stage sits inside routing, authentication and the rate
  * limit, so nothing of a body is read before its request is allowed:
  * `Content-Length` is checked against the limit (413) and the body's share
  * of the budget for bodies in flight taken (503) before the first byte is
  * read, and the clock stands still while it is read (408 past its own
  * time). The body's share is given back once the request is answered.
  */
-import { type Deadline, DeadlineExceeded, OutcomeUnknown, underDeadline } from '../../db/errors.ts';
+import { DeadlineExceeded, OutcomeUnknown, startDeadline } from '../../db/errors.ts';
 import type { BodyBudget } from '../../http/body-budget.ts';
 import {
   type BodyLimits as ReadLimits,
@@ -20,21 +24,37 @@ import {
   readBody,
 } from '../../http/body.ts';
 import { bodySourceOf } from '../../http/incoming-request.ts';
+import type { Answer } from '../answer.ts';
 import type { Next, Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function databaseDeadline(deadlineMs: number): Stage<Exchange> {
-  return (x, next) =>
-    underDeadline(
-      deadlineMs,
-      (deadline: Deadline) => {
-        x.deadline = deadline;
-        return next(x);
-      },
-      // contract §17: giving up cancels what the request has under way; a write that may have been done all the
-      // same (a COMMIT sent, not answered) is answered as such.
-      () => (x.scope.abandon() === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs)),
+export function databaseDeadline(deadlineMs: number): Stage<Exchange, Answer> {
+  return async (x, next) => {
+    // contract §17: giving up cancels what the request has under way; a write that may have been done all the
+    // same (a COMMIT sent, not answered) is answered as such.
+    const clock = startDeadline(deadlineMs, () =>
+      x.scope.abandon() === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs),
     );
+    x.deadline = clock;
+    try {
+      return await next(x);
+    } finally {
+      clock.settle();
+    }
+  };
+}
+
+/** `promise`, raced against the request's clock when it has one. */
+export function withinDeadline<T>(x: Exchange, promise: Promise<T>): Promise<T> {
+  return x.deadline === undefined ? promise : x.deadline.race(promise);
+}
+
+/**
+ * The innermost stage of the answers: runs `inner`, the stages that work on the request's body and database
+ * (they give a `Response`), raced against the request's clock.
+ */
+export function work(inner: (x: Exchange) => Promise<Response>): Stage<Exchange, Answer> {
+  return async (x) => ({ response: await withinDeadline(x, inner(x)) });
 }
 
 export interface BodyLimits {

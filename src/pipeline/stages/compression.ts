@@ -23,37 +23,40 @@ import {
   MIN_CODED_BYTES,
   negotiateCoding,
 } from '../../http/compression.ts';
-import type { TagList } from '../../http/conditional.ts';
+import { parseTagList, type TagList } from '../../http/conditional.ts';
 import { varyWith } from '../../http/cors.ts';
 import { bufferedResponse, contentOf, type Fields, fieldsOf } from '../../http/response.ts';
+import type { Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function compression(): Stage<Exchange> {
+export function compression(): Stage<Exchange, Answer> {
   return async (x, next) => {
-    const response = await next(x);
+    const answer = await next(x);
+    const { response } = answer;
     const { status } = response;
     const content = contentOf(response);
     // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
-    if (status !== 304 && (content === null || content === undefined)) return response;
+    if (status !== 304 && (content === null || content === undefined)) return answer;
     const headers = fieldsOf(response);
     headers.set('vary', varyWith(headers.get('vary'), ['Accept-Encoding']));
     if (status === 304) {
-      retag(headers, x.conditions?.ifNoneMatch ?? null, negotiateCoding(x.header('accept-encoding')));
-      return response;
+      // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here.
+      retag(headers, parseTagList(x.header('if-none-match')) ?? null, negotiateCoding(x.header('accept-encoding')));
+      return answer;
     }
     const bytes = content as Uint8Array;
     // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
-    if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return response;
-    if (!isCompressible(headers.get('content-type'))) return response;
+    if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
+    if (!isCompressible(headers.get('content-type'))) return answer;
     const coding = negotiateCoding(x.header('accept-encoding'));
-    if (coding === undefined) return response;
+    if (coding === undefined) return answer;
     const coded = await encoded(bytes, coding);
     headers.set('content-encoding', coding);
     headers.set('content-length', String(coded.byteLength));
     const etag = headers.get('etag');
     if (etag !== null) headers.set('etag', codedTag(etag, coding));
-    return bufferedResponse(coded, { status, headers });
+    return { ...answer, response: bufferedResponse(coded, { status, headers }) };
   };
 }
 

@@ -6,17 +6,21 @@
  */
 import { isPreflight, PREFLIGHT_VARY, preflightFields, responseFields, varyWith } from '../../http/cors.ts';
 import { fieldsOf } from '../../http/response.ts';
+import type { Answer } from '../answer.ts';
 import { pass, type Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 /** `allowOrigin`: the listed origin a request's `Origin` names, or `undefined` (src/http/cors.ts). */
-export function cors(allowOrigin: ((origin: string | null) => string | undefined) | undefined): Stage<Exchange> {
+export function cors(
+  allowOrigin: ((origin: string | null) => string | undefined) | undefined,
+): Stage<Exchange, Answer> {
   if (allowOrigin === undefined) return pass();
   return async (x, next) => {
     const origin = allowOrigin(x.header('origin'));
     x.preflight =
       origin !== undefined && isPreflight(x.request.method, origin, x.header('access-control-request-method'));
-    const response = await next(x);
+    const answer = await next(x);
+    const { response } = answer;
     const headers = fieldsOf(response);
     if (x.preflight && x.match.kind === 'options' && response.status === 204) {
       for (const [name, value] of preflightFields(origin as string, headers.get('allow') ?? '')) {
@@ -27,6 +31,6 @@ export function cors(allowOrigin: ((origin: string | null) => string | undefined
       if (origin !== undefined) for (const [name, value] of responseFields(origin)) headers.set(name, value);
       headers.set('vary', varyWith(headers.get('vary'), ['Origin']));
     }
-    return response;
+    return answer;
   };
 }

@@ -7,13 +7,14 @@
  */
 import { fieldsOf } from '../../http/response.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
+import type { Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function representationFields(versions: VersionPolicy): Stage<Exchange> {
+export function representationFields(versions: VersionPolicy): Stage<Exchange, Answer> {
   return async (x, next) => {
-    const response = await next(x);
-    const headers = fieldsOf(response);
+    const answer = await next(x);
+    const headers = fieldsOf(answer.response);
     const { route } = x;
     if (route !== undefined) {
       const vary = [
@@ -22,7 +23,7 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange> {
       ];
       if (vary.length > 0) headers.set('vary', vary.join(', '));
     }
-    if ((x.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
-    return response;
+    if ((answer.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
+    return answer;
   };
 }

@@ -19,6 +19,7 @@ import type { LimitTable, SharedLimits } from '../../limits/shared-limits.ts';
 import type { HttpMetrics } from '../../metrics/http-metrics.ts';
 import { pass, type Stage } from '../compose.ts';
 import type { RouteSpec } from '../context.ts';
+import type { Answer } from '../answer.ts';
 import type { Exchange } from '../exchange.ts';
 
 export interface Limits {
@@ -117,26 +118,26 @@ function createBars(maxKeys: number) {
  * counted; a route exempt from limits (GET /metrics) and a CORS preflight's
  * 204 are not, but their refusals are.
  */
-export function addressLimit(limits: Limits | undefined): Stage<Exchange> {
+export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer> {
   if (limits === undefined) return pass();
   return async (x, next) => {
-    let response = await next(x);
+    let answer = await next(x);
+    const { status } = answer.response;
     const limited = limits.limited(x.route);
     const exempt =
-      limited === 'never' ||
-      (response.status < 400 && (limited === false || (x.preflight && x.match.kind === 'options')));
+      limited === 'never' || (status < 400 && (limited === false || (x.preflight && x.match.kind === 'options')));
     // The authorize stage's decision, when it counted the request; else this one's.
-    let rate = x.rate;
+    let { rate } = answer;
     if (rate === undefined && !exempt) {
       rate = await limits.count('addresses', addressGroup(x.address));
-      if (!rate.allowed) response = problemResponse(rateLimited(rate), x.path, x.requestId);
+      if (!rate.allowed) answer = { ...answer, response: problemResponse(rateLimited(rate), x.path, x.requestId) };
     }
     if (rate !== undefined) {
-      const headers = fieldsOf(response);
+      const headers = fieldsOf(answer.response);
       headers.set('ratelimit-policy', limits.policy);
       headers.set('ratelimit', rateLimitField(rate));
     }
-    return response;
+    return answer;
   };
 }
 

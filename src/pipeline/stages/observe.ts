@@ -6,12 +6,14 @@
 import type { Logger } from '../../base/logger.ts';
 import { fieldsOf } from '../../http/response.ts';
 import type { HttpMetrics } from '../../metrics/http-metrics.ts';
+import type { Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange> {
+export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange, Answer> {
   return async (x, next) => {
-    const response = await next(x);
+    const answer = await next(x);
+    const { response, aborted = false } = answer;
     fieldsOf(response).set('x-request-id', x.requestId);
     const seconds = (performance.now() - x.started) / 1000;
     // One shape of object for every line (no spread), `aborted` set only on a request whose client went away.
@@ -19,15 +21,15 @@ export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange> {
       requestId: x.requestId,
       method: x.request.method,
       path: x.path,
-      status: x.aborted ? null : response.status,
+      status: aborted ? null : response.status,
       durationMs: Math.round(seconds * 100_000) / 100,
-      userId: x.principal?.userId ?? null,
+      userId: answer.principal?.userId ?? null,
       clientAddress: x.address,
     };
-    if (x.aborted) log.info('request', { ...line, aborted: true });
+    if (aborted) log.info('request', { ...line, aborted: true });
     else log.info('request', line);
-    metrics.request(patternOf(x), x.request.method, x.aborted ? undefined : response.status, seconds);
-    return response;
+    metrics.request(patternOf(x), x.request.method, aborted ? undefined : response.status, seconds);
+    return answer;
   };
 }
 

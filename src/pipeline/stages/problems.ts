@@ -16,19 +16,25 @@ import {
   unavailableError,
 } from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
+import { unwound, type Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function problems(log: Logger): Stage<Exchange> {
+export function problems(log: Logger): Stage<Exchange, Answer> {
   return async (x, next) => {
     try {
       return await next(x);
-    } catch (error) {
+    } catch (thrown) {
+      // The answer keeps what the stages the error passed decided (the principal, the rate decision…).
+      const { error, decisions } = unwound(thrown);
       if (error instanceof ClientAbortError) {
-        x.aborted = true;
-        return bufferedResponse(null, { status: 400, headers: { connection: 'close' } });
+        return {
+          ...decisions,
+          aborted: true,
+          response: bufferedResponse(null, { status: 400, headers: { connection: 'close' } }),
+        };
       }
-      return problemResponse(toHttpError(error, x, log), x.path, x.requestId);
+      return { ...decisions, response: problemResponse(toHttpError(error, x, log), x.path, x.requestId) };
     }
   };
 }

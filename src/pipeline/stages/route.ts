@@ -8,14 +8,15 @@
  * path's prefix, and refuses version 1 past its sunset (410).
  */
 import { ACCEPT_PATCH } from '../../http/json-body.ts';
-import { negotiate } from '../../http/negotiation.ts';
+import { negotiate, type Version } from '../../http/negotiation.ts';
 import { HttpError } from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
+import { unwinding, type Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
-export function route(): Stage<Exchange> {
+export function route(): Stage<Exchange, Answer> {
   return async (x, next) => {
     const { match } = x;
     switch (match.kind) {
@@ -27,32 +28,41 @@ export function route(): Stage<Exchange> {
           headers: { allow: match.allow },
         });
       case 'options':
-        return bufferedResponse(null, {
-          status: 204,
-          headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
-        });
+        return {
+          response: bufferedResponse(null, {
+            status: 204,
+            headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
+          }),
+        };
     }
     return next(x);
   };
 }
 
-export function negotiation(versions: VersionPolicy): Stage<Exchange> {
+export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
   return async (x, next) => {
     const route = routeOf(x);
     if (route.versioned === false) return next(x);
     const prefix = x.match.version;
     const negotiated = negotiate(x.header('accept'), prefix);
+    let version: Version;
     if (negotiated.ok) {
-      x.version = negotiated.version;
+      version = negotiated.version;
       x.contentType = negotiated.contentType;
     } else if (route.doc.success.status === 204) {
       // contract §4: a success with no body (DELETE → 204) is not refused for its Accept
       // (`application/problem+json`, as RFC 9457 clients send); its problems are problem+json anyway.
-      x.version = prefix ?? 1;
+      version = prefix ?? 1;
     } else {
       throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
     }
-    if (x.version === 1) versions.refuseWhenSunset(x.url.pathname);
-    return next(x);
+    x.version = version;
+    // Handed outward with the answer (version 1's deprecation fields), an error's too.
+    try {
+      if (version === 1) versions.refuseWhenSunset(x.url.pathname);
+      return { ...(await next(x)), version };
+    } catch (error) {
+      throw unwinding(error, { version });
+    }
   };
 }
