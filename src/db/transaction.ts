@@ -24,6 +24,28 @@ export interface TransactionSql {
 /** The code of the error of a COMMIT that the server answered with ROLLBACK: nothing was committed. */
 export const COMMIT_ROLLED_BACK = 'COMMIT_ROLLED_BACK';
 
+/** What `rollback()` sends to end a connection it could not roll back: the server closes it. */
+export const TERMINATE_OWN_BACKEND = 'SELECT pg_terminate_backend(pg_backend_pid())';
+
+/**
+ * Rolls back the transaction of `reserved`, and makes sure its connection never goes back to the pool inside a
+ * transaction: a ROLLBACK that failed on a connection still open (a cancel that landed on it) is sent once more,
+ * and when that fails too, the server is asked to end the connection, which the pool then replaces (a closed
+ * reservation is never reused: patch 004). The first failure is thrown, as the driver's `begin()` did.
+ */
+async function rollback(reserved: postgres.ReservedSql): Promise<void> {
+  try {
+    await reserved.unsafe('rollback');
+  } catch (error) {
+    try {
+      await reserved.unsafe('rollback');
+    } catch {
+      await reserved.unsafe(TERMINATE_OWN_BACKEND).catch(() => {});
+    }
+    throw error;
+  }
+}
+
 /** PostgreSQL's "current transaction is aborted, commands ignored until end of transaction block". */
 const IN_FAILED_TRANSACTION = '25P02';
 
@@ -57,7 +79,7 @@ export async function transaction<T>(sql: Sql, work: (tx: TransactionSql) => Pro
       result = await inner(tx);
       if (failed !== undefined) throw failed;
     } catch (error) {
-      await reserved.unsafe(name === undefined ? 'rollback' : `rollback to "${name}"`);
+      await (name === undefined ? rollback(reserved) : reserved.unsafe(`rollback to "${name}"`));
       throw (error as { code?: unknown }).code === IN_FAILED_TRANSACTION && failed !== undefined ? failed : error;
     }
     if (name === undefined) {

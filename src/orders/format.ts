@@ -6,7 +6,8 @@
  * old bytes. The representation is defined twice, by the statements that
  * build it as JSON text in the database (`GetOrderJson`, `GetOrderJsonV2`,
  * sql/queries/orders.sql) and by `orderRepresentation()`; the generation is
- * a hash of both: the statements' text, comments and layout aside, and what
+ * a hash of both: the statements' text, its `--` comments left out and its
+ * runs of blanks made one, and what
  * the serializer makes of sample orders in each version. A change of either
  * changes it by itself. (test/api/order-json.test.ts checks, on both databases,
  * that the two give the same bytes.)
@@ -46,7 +47,7 @@ const SAMPLES: readonly OrderRow[] = [
   },
 ];
 
-/** The text of an SQL statement without its comments and with its blanks collapsed. */
+/** The text of an SQL statement without its `--` comments (the files' only kind) and with its blanks collapsed. */
 export function essentialSql(text: string): string {
   return text
     .replace(/--[^\n]*/g, '')
@@ -55,7 +56,7 @@ export function essentialSql(text: string): string {
 }
 
 /**
- * The generation of a representation defined by `definition` (its parts, in order): 8 characters of base 36
+ * The generation of a representation defined by `definition` (its parts, in order): 7 characters of base 36
  * from its SHA-256, the same for the same definition in every process and every release.
  */
 export function generationOf(definition: readonly string[]): string {

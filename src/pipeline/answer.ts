@@ -31,15 +31,16 @@ export interface Answer extends Decisions {
   readonly response: Response;
 }
 
-/** An error on its way out through stages that decided something: the error, and what they decided. */
-export class Unwinding extends Error {
-  override name = 'Unwinding';
+/**
+ * An error on its way out through stages that decided something: the error, and what they decided. Not an
+ * `Error` itself (no stack to capture on every refusal under a flood): only the problems stage catches it, and
+ * takes the error out.
+ */
+export class Unwinding {
   constructor(
     readonly error: unknown,
     readonly decisions: Decisions,
-  ) {
-    super('an error on its way out of the stages', { cause: error });
-  }
+  ) {}
 }
 
 /** `error` with `decisions` added to those it carries already (each is made by one stage: none is replaced). */

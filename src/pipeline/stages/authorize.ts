@@ -109,6 +109,6 @@ function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: st
 async function failure(x: Exchange, limits: Limits | undefined, authorization: string | null, error: unknown) {
   if (limits === undefined || authorization === null) return error;
   if (!(error instanceof HttpError) || error.status !== 401) return error;
-  const rate = await limits.failed(x.address);
+  const rate = await withinDeadline(x, limits.failed(x.address));
   return unwinding(rate.allowed ? error : rateLimited(rate), { rate });
 }

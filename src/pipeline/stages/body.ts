@@ -76,8 +76,6 @@ export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget }: BodyLimits)
 
 async function withBody(x: Exchange, next: Next<Exchange>, source: BodySource, limits: ReadLimits): Promise<Response> {
   const declared = declaredLength(x.header('content-length'), limits);
-  // The request was answered 503 while it waited for its token's lookup: its body is not wanted.
-  if (x.deadline?.expired === true) throw new DeadlineExceeded(0);
   x.deadline?.pause();
   let body: ReadBody;
   try {

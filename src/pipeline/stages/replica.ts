@@ -87,16 +87,18 @@ export function replicaReads(
  */
 export function fallingBack(onReplica: Db, primary: () => Db, failed: (error: unknown) => void): Db {
   let current = onReplica;
-  let turned = false;
   async function run<T>(work: (db: Db) => Promise<T>): Promise<T> {
-    if (turned) return work(current);
+    const on = current;
+    if (on !== onReplica) return work(on);
     try {
-      return await work(current);
+      return await work(on);
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error;
-      failed(error);
-      turned = true;
-      current = primary();
+      // Once, however many statements were under way on the replica when it failed.
+      if (current === onReplica) {
+        failed(error);
+        current = primary();
+      }
       return work(current);
     }
   }
