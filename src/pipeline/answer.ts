@@ -15,20 +15,23 @@ import type { Principal } from '../auth/authenticator.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { RateDecision } from '../http/rate-limit.ts';
 
-/** The decisions an outer stage reports. */
+/**
+ * The decisions an outer stage reports. The stage that makes one adds it to the answer its inner stages
+ * returned, on the way out (one object per request, made by the innermost answering stage).
+ */
 export interface Decisions {
   /** authorize: the decision of the user's or the address's limit. */
-  readonly rate?: RateDecision;
+  rate?: RateDecision;
   /** authorize. */
-  readonly principal?: Principal;
+  principal?: Principal;
   /** negotiate: the version the answer is in. */
-  readonly version?: Version;
+  version?: Version;
   /** problems: the client went away before its body arrived; it reads no answer. */
-  readonly aborted?: true;
+  aborted?: true;
 }
 
 export interface Answer extends Decisions {
-  readonly response: Response;
+  response: Response;
 }
 
 /**

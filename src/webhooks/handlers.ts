@@ -12,15 +12,10 @@ import { readJsonBody } from '../pipeline/body.ts';
 import { jsonResponse } from '../http/json.ts';
 import type { ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import { page } from '../openapi/atoms.ts';
 import {
-  DELIVERY,
   deliveryRepresentation,
   endpointRepresentation,
-  NEW_WEBHOOK_ENDPOINT,
   NewWebhookEndpointSchema,
-  WEBHOOK_ENDPOINT,
-  WEBHOOK_ENDPOINT_WITH_SECRET,
   type EndpointRow,
 } from './representation.ts';
 import { checkTarget } from './rules.ts';

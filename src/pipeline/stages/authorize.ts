@@ -17,7 +17,7 @@ import { HttpError } from '../../http/problem.ts';
 import { addressGroup } from '../../http/rate-limit.ts';
 import type { RateDecision } from '../../http/rate-limit.ts';
 import type { LimitTable } from '../../limits/shared-limits.ts';
-import { unwinding, type Answer, type Decisions } from '../answer.ts';
+import { unwinding, Unwinding, type Answer, type Decisions } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 import { withinDeadline } from './body.ts';
@@ -25,10 +25,22 @@ import { rateLimited, type Limits } from './limits.ts';
 
 export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange, Answer> {
   return async (x, next) => {
-    const decisions = await admit(x, authenticator, limits);
+    let decisions: Decisions;
+    try {
+      // The lookup and the counts wait for the database or Redis: raced against the request's clock.
+      decisions = await withinDeadline(x, admit(x, authenticator, limits));
+    } catch (error) {
+      // A refusal carries its decisions; a clock that ran out during the user's count leaves the principal found.
+      throw error instanceof Unwinding || x.principal === undefined
+        ? error
+        : unwinding(error, { principal: x.principal });
+    }
     if (decisions === NONE) return next(x);
     try {
-      return { ...(await next(x)), ...decisions };
+      const answer = await next(x);
+      if (decisions.principal !== undefined) answer.principal = decisions.principal;
+      if (decisions.rate !== undefined) answer.rate = decisions.rate;
+      return answer;
     } catch (error) {
       throw unwinding(error, decisions);
     }
@@ -37,8 +49,7 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
 
 /**
  * The principal and the rate decision of a request that may go on; a refusal is thrown with the decisions made
- * before it (the rate decision its `RateLimit` fields report). What waits for the database or Redis is raced
- * against the request's clock.
+ * before it (the rate decision its `RateLimit` fields report).
  */
 async function admit(x: Exchange, authenticator: Authenticator, limits: Limits | undefined): Promise<Decisions> {
   const route = routeOf(x);
@@ -48,14 +59,13 @@ async function admit(x: Exchange, authenticator: Authenticator, limits: Limits |
     refuseBarred(x, limits, authorization);
     let principal: Principal;
     try {
-      principal = await withinDeadline(x, authenticator.authenticate(authorization, x.scope));
+      principal = await authenticator.authenticate(authorization, x.scope);
     } catch (error) {
       throw await failure(x, limits, authorization, error);
     }
     x.principal = principal;
-    const rate =
-      limits === undefined ? undefined : await counted(x, limits, 'users', String(principal.userId), principal);
-    const decided = rate === undefined ? { principal } : { principal, rate };
+    const rate = limits === undefined ? undefined : await counted(limits, 'users', String(principal.userId), principal);
+    const decided: Decisions = rate === undefined ? { principal } : { principal, rate };
     if (!principal.scopes.has(route.auth)) throw unwinding(insufficientScope(route.auth), decided);
     return decided;
   }
@@ -68,7 +78,7 @@ async function admit(x: Exchange, authenticator: Authenticator, limits: Limits |
     }
   }
   if (limits !== undefined && limits.limited(route) === true)
-    return { rate: await counted(x, limits, 'addresses', addressGroup(x.address)) };
+    return { rate: await counted(limits, 'addresses', addressGroup(x.address)) };
   return NONE;
 }
 
@@ -76,19 +86,8 @@ async function admit(x: Exchange, authenticator: Authenticator, limits: Limits |
 const NONE: Decisions = Object.freeze({});
 
 /** Counts `key` in `table`: the decision, or 429 past the limit (with it, and the principal when there is one). */
-async function counted(
-  x: Exchange,
-  limits: Limits,
-  table: LimitTable,
-  key: string,
-  principal?: Principal,
-): Promise<RateDecision> {
-  let rate: RateDecision;
-  try {
-    rate = await withinDeadline(x, limits.count(table, key));
-  } catch (error) {
-    throw principal === undefined ? error : unwinding(error, { principal });
-  }
+async function counted(limits: Limits, table: LimitTable, key: string, principal?: Principal): Promise<RateDecision> {
+  const rate = await limits.count(table, key);
   if (!rate.allowed) throw unwinding(rateLimited(rate), principal === undefined ? { rate } : { principal, rate });
   return rate;
 }
@@ -109,6 +108,6 @@ function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: st
 async function failure(x: Exchange, limits: Limits | undefined, authorization: string | null, error: unknown) {
   if (limits === undefined || authorization === null) return error;
   if (!(error instanceof HttpError) || error.status !== 401) return error;
-  const rate = await withinDeadline(x, limits.failed(x.address));
+  const rate = await limits.failed(x.address);
   return unwinding(rate.allowed ? error : rateLimited(rate), { rate });
 }

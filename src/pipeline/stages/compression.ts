@@ -41,8 +41,11 @@ export function compression(): Stage<Exchange, Answer> {
     const headers = fieldsOf(response);
     headers.set('vary', varyWith(headers.get('vary'), ['Accept-Encoding']));
     if (status === 304) {
-      // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here.
-      retag(headers, parseTagList(x.header('if-none-match')) ?? null, negotiateCoding(x.header('accept-encoding')));
+      // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here; one that is the
+      // tag itself (the usual case) leaves nothing to choose.
+      const sent = x.header('if-none-match');
+      if (sent !== headers.get('etag'))
+        retag(headers, parseTagList(sent) ?? null, negotiateCoding(x.header('accept-encoding')));
       return answer;
     }
     const bytes = content as Uint8Array;
@@ -56,7 +59,8 @@ export function compression(): Stage<Exchange, Answer> {
     headers.set('content-length', String(coded.byteLength));
     const etag = headers.get('etag');
     if (etag !== null) headers.set('etag', codedTag(etag, coding));
-    return { ...answer, response: bufferedResponse(coded, { status, headers }) };
+    answer.response = bufferedResponse(coded, { status, headers });
+    return answer;
   };
 }
 

@@ -8,38 +8,42 @@
  */
 import { fingerprint, parseIdempotencyKey } from '../../http/idempotency-key.ts';
 import { HttpError } from '../../http/problem.ts';
-import type { Stage } from '../compose.ts';
+import type { Principal } from '../../auth/authenticator.ts';
+import type { Next, Stage } from '../compose.ts';
 import { dbOf, routeOf, type Exchange } from '../exchange.ts';
 import { runIdempotent } from '../idempotency.ts';
 
 export function idempotency(): Stage<Exchange> {
-  return async (x, next) => {
-    const { principal } = x;
-    const { method } = x.request;
-    if (method !== 'POST' || principal === undefined) return next(x);
-    const parsed = parseIdempotencyKey(x.header('idempotency-key'));
-    if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
-    if (parsed.key === undefined) {
-      if (routeOf(x).idempotency !== 'required') return next(x);
-      throw new HttpError(400, 'idempotency-key-missing', {
-        detail: `${method} ${x.url.pathname} needs an Idempotency-Key header.`,
-      });
-    }
-    const request = {
-      principal,
-      key: parsed.key,
-      fingerprint: fingerprint(method, `${x.url.pathname} v${x.version ?? 1}`, x.body),
-      instance: x.url.pathname,
-      requestId: x.requestId,
-    };
-    return runIdempotent(
-      dbOf(x),
-      request,
-      (savepoint) => {
-        x.savepoint = savepoint;
-        return next(x);
-      },
-      routeOf(x).refusesBeforeWriting !== true,
-    );
+  // Not an async function: a GET (and a POST of no principal) passes through without a promise of its own.
+  return (x, next) => (x.request.method !== 'POST' || x.principal === undefined ? next(x) : keyed(x, next));
+}
+
+/** A POST of a principal: with a key, once per (user, key); without one, as the route allows. */
+async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
+  const principal = x.principal as Principal;
+  const { method } = x.request;
+  const parsed = parseIdempotencyKey(x.header('idempotency-key'));
+  if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
+  if (parsed.key === undefined) {
+    if (routeOf(x).idempotency !== 'required') return next(x);
+    throw new HttpError(400, 'idempotency-key-missing', {
+      detail: `${method} ${x.url.pathname} needs an Idempotency-Key header.`,
+    });
+  }
+  const request = {
+    principal,
+    key: parsed.key,
+    fingerprint: fingerprint(method, `${x.url.pathname} v${x.version ?? 1}`, x.body),
+    instance: x.url.pathname,
+    requestId: x.requestId,
   };
+  return runIdempotent(
+    dbOf(x),
+    request,
+    (savepoint) => {
+      x.savepoint = savepoint;
+      return next(x);
+    },
+    routeOf(x).refusesBeforeWriting !== true,
+  );
 }

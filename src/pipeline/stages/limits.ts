@@ -121,7 +121,7 @@ function createBars(maxKeys: number) {
 export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer> {
   if (limits === undefined) return pass();
   return async (x, next) => {
-    let answer = await next(x);
+    const answer = await next(x);
     const { status } = answer.response;
     const limited = limits.limited(x.route);
     const exempt =
@@ -130,7 +130,7 @@ export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer
     let { rate } = answer;
     if (rate === undefined && !exempt) {
       rate = await limits.count('addresses', addressGroup(x.address));
-      if (!rate.allowed) answer = { ...answer, response: problemResponse(rateLimited(rate), x.path, x.requestId) };
+      if (!rate.allowed) answer.response = problemResponse(rateLimited(rate), x.path, x.requestId);
     }
     if (rate !== undefined) {
       const headers = fieldsOf(answer.response);

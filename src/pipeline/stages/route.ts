@@ -60,7 +60,9 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
     // Handed outward with the answer (version 1's deprecation fields), an error's too.
     try {
       if (version === 1) versions.refuseWhenSunset(x.url.pathname);
-      return { ...(await next(x)), version };
+      const answer = await next(x);
+      answer.version = version;
+      return answer;
     } catch (error) {
       throw unwinding(error, { version });
     }
