@@ -56,7 +56,11 @@ async function newOrder(lines: number): Promise<number> {
     JSON.stringify({ items }),
   );
   assert.equal(response.status, 201, response.body.toString());
-  return (JSON.parse(response.body.toString()) as { id: number }).id;
+  const { id } = JSON.parse(response.body.toString()) as { id: number };
+  // The admin reads it next: in a run with a read replica, once the standby has it (t.fetch waits for that; a
+  // principal reads its own writes, not another's).
+  await (await t.fetch(`/v2/orders/${id}`, { headers: bearer(admin.token) })).arrayBuffer();
+  return id;
 }
 
 describe('content codings by Accept-Encoding', () => {

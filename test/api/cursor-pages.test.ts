@@ -13,6 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { transaction } from '../../src/db/transaction.ts';
 import { encodeCursor } from '../../src/http/cursor.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
@@ -204,7 +205,8 @@ before(async () => {
      CROSS JOIN (SELECT id, price FROM products ORDER BY id LIMIT 3) p`,
     [alice.id, bob.id],
   );
-  await sql.begin(async (tx) => {
+  // The service's own transaction: the driver's sql.begin() needs pipelining, which a pooler run turns off.
+  await transaction(sql, async (tx) => {
     await tx.unsafe('ALTER TABLE orders DISABLE TRIGGER orders_set_updated_at');
     await tx.unsafe(
       `UPDATE orders SET created_at = ${tied('2026-03-01T10:00:00.1234Z', 'id * 11')},
