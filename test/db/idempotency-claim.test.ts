@@ -8,6 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database, Db } from '../../src/db/database.ts';
+// The service's own transactions: the driver's sql.begin() needs pipelining, which a pooler run turns off.
+import { transaction } from '../../src/db/transaction.ts';
 import { REAL_SERVER_URL } from '../support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
@@ -141,7 +143,7 @@ describe('ClaimIdempotencyKey', () => {
     while (commitFirst === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
     // The repeat's statement takes its snapshot now, then waits before the
     // claim runs: meanwhile the first request commits and frees the lock.
-    const repeat = db.sql.begin(async (tx) => {
+    const repeat = transaction(db.sql, async (tx) => {
       const [row] = await tx.unsafe<(Claim & { seen_by_statement: number })[]>(
         `WITH s AS MATERIALIZED (SELECT $1::bigint AS user_id, pg_sleep(1) AS slept)
          SELECT c.*,

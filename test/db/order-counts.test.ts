@@ -12,6 +12,8 @@ import { openDatabase, type Database } from '../../src/db/database.ts';
 /** The driver's pool or a transaction of it: these statements are raw SQL, not named ones. */
 type Queryable = Pick<Database['sql'], 'unsafe'>;
 import { migrate, readMigrations } from '../../src/db/migrate.ts';
+// The service's own transactions: the driver's sql.begin() needs pipelining, which a pooler run turns off.
+import { transaction } from '../../src/db/transaction.ts';
 import { parseListQuery } from '../../src/http/list-query.ts';
 import { ORDER_LIST, orderListSql } from '../../src/orders/order-list.ts';
 import { createTestDatabase, TEST_PREPARE, REAL_SERVER_URL } from '../support/database.ts';
@@ -133,7 +135,7 @@ type Outcome = 'committed' | 'rolled back' | 'deadlock';
  */
 async function randomTransaction(db: Database, rnd: () => number): Promise<Outcome> {
   try {
-    await db.sql.begin(async (tx) => {
+    await transaction(db.sql, async (tx) => {
       const changes = 1 + Math.floor(rnd() * 4);
       for (let i = 0; i < changes; i++) {
         if (rnd() < 0.15) {
@@ -333,7 +335,7 @@ describe('derived.order_counts', () => {
         // Each transaction moves one order and holds its counter rows a while, so the other waits on them.
         const mover = (db: Database, from: string, to: string) => async () => {
           for (let i = 0; i < 40; i++) {
-            await db.sql.begin(async (tx) => {
+            await transaction(db.sql, async (tx) => {
               await tx.unsafe(
                 `UPDATE orders SET status = $1 WHERE id = (SELECT id FROM orders
                    WHERE customer_id = $2 AND status = $3 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)`,
