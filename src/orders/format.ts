@@ -21,7 +21,7 @@ import { orderRepresentation, type OrderRow } from './representation.ts';
 const STATEMENTS = ['GetOrderJson', 'GetOrderJsonV2'];
 
 /** Orders whose representations stand for the serializer's: with items and without, in two states. */
-const SAMPLES: readonly OrderRow[] = [
+export const SAMPLES: readonly OrderRow[] = [
   {
     id: 7,
     customer_id: 3,

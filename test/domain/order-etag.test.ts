@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { orderTag } from '../../src/orders/etag.ts';
-import { essentialSql, generationOf, ORDER_FORMAT, orderDefinition } from '../../src/orders/format.ts';
+import { essentialSql, generationOf, ORDER_FORMAT, orderDefinition, SAMPLES } from '../../src/orders/format.ts';
 import { orderRepresentation, type OrderRow } from '../../src/orders/representation.ts';
 
 describe('orderTag()', () => {
@@ -48,19 +48,7 @@ describe('ORDER_FORMAT', () => {
 
   // What the serializer gives for a sample order (its generation changes when this does).
   it('stands for this output of orderRepresentation', () => {
-    const row: OrderRow = {
-      id: 7,
-      customer_id: 3,
-      status: 'pending',
-      currency: 'EUR',
-      total: '49.90',
-      created_at: new Date('2026-11-22T06:43:00.123Z'),
-      updated_at: new Date('2026-11-22T06:44:00.456Z'),
-      items: [
-        { id: 11, orderId: 7, productId: 1, qty: 2, unitPrice: '12.50' },
-        { id: 12, orderId: 7, productId: 2, qty: 1, unitPrice: '24.90' },
-      ],
-    };
+    const row = SAMPLES[0] as OrderRow;
     assert.equal(
       JSON.stringify(orderRepresentation(row, 1)),
       '{"id":7,"customerId":3,"status":"pending","currency":"EUR","total":49.9,' +
