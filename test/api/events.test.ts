@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { Webhook } from 'standardwebhooks';
-import { REAL_SERVER_URL } from '../support/database.ts';
+import { REAL_SERVER_URL, TEST_PREPARE } from '../support/database.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
+import { until } from '../support/tools.ts';
 
 const FAST = { pollMs: 20, leaseSeconds: 2, retryDelaysSeconds: [0.05, 0.05, 0.05], timeoutMs: 1000 };
 
@@ -35,16 +36,27 @@ const send = (method: string, path: string, who: Account, body?: unknown) =>
  * Waits until every committed event is readable: an event becomes readable
  * once no transaction older than its own is still running (docs/events.md),
  * and on a real server the webhook worker's own short transactions can
- * briefly hold that back.
+ * briefly hold that back. The horizon is the whole server's, so a
+ * transaction another test file holds open holds it back too: past 20 s the
+ * wait fails, naming the transactions that were still running.
  */
 async function readable(): Promise<void> {
-  for (;;) {
-    const [row] = await t.server.db.sql<
-      { ready: boolean }[]
-    >`SELECT coalesce(max(xid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS ready FROM events`;
-    if (row?.ready) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  let holding: readonly unknown[] = [];
+  await until(
+    async () => {
+      const [row] = await t.server.db.sql<
+        { ready: boolean }[]
+      >`SELECT coalesce(max(xid) < pg_snapshot_xmin(pg_current_snapshot()), true) AS ready FROM events`;
+      if (row?.ready === true) return true;
+      holding = await t.server.db.sql`
+        SELECT datname, application_name, state, backend_xid::text, now() - xact_start AS running,
+               left(query, 80) AS query
+        FROM pg_stat_activity WHERE backend_xid IS NOT NULL ORDER BY xact_start LIMIT 5`;
+      return false;
+    },
+    () => `events stay unreadable: transactions still running ${JSON.stringify(holding)}`,
+    20_000,
+  );
 }
 
 const events = async (who: Account, qs = '', wait = true) => {
@@ -194,7 +206,7 @@ describe('the event log', () => {
     // An order whose order.created event the late one copies: its data is a real order (the contract check reads it).
     await send('POST', '/v1/orders', admin, { customerId: alice.id, items: [{ productId: 1, qty: 1 }] });
     const start = await lastEventId();
-    const raw = postgres(t.database.url, { max: 1, onnotice: () => {} });
+    const raw = postgres(t.database.url, { max: 1, onnotice: () => {}, prepare: TEST_PREPARE });
     try {
       const reserved = await raw.reserve();
       await reserved`BEGIN`;
