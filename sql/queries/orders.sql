@@ -85,6 +85,48 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
+-- name: GetOrderJsonBatch :many
+-- GetOrderJson for the requests of one turn at once (src/db/batch.ts): $1 the
+-- order ids, $2 for each the owning customer it is limited to, or NULL (an
+-- admin); one row per order found, n the place of its request in $1, the
+-- body built by the very expressions of GetOrderJson (test/api/order-json.test.ts
+-- compares the two). A nested loop of primary-key lookups.
+SELECT k.n::int AS n, o.revision,
+       (SELECT row_to_json(r)::text
+        FROM (SELECT o.id, o.customer_id AS "customerId", o.status, o.currency, trim_scale(o.total) AS total,
+                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
+                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
+                                   trim_scale(it.unit_price) AS "unitPrice"
+                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
+                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
+                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
+       ) AS body
+FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
+JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
+
+-- name: GetOrderJsonV2Batch :many
+-- GetOrderJsonV2 for the requests of one turn at once, as GetOrderJsonBatch.
+SELECT k.n::int AS n, o.revision,
+       (SELECT row_to_json(r)::text
+        FROM (SELECT o.id, o.customer_id AS "customerId", o.status,
+                     (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
+                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
+                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
+                                   (SELECT row_to_json(m)
+                                    FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
+                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
+                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
+                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
+       ) AS body
+FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
+JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
+
+-- name: GetOrderRevisionBatch :many
+-- GetOrderRevision for the requests of one turn at once, as GetOrderJsonBatch.
+SELECT k.n::int AS n, o.revision
+FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
+JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
+
 -- name: ListOrders :many
 -- One page with its total count, in one statement and one snapshot, for a
 -- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}

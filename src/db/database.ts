@@ -16,6 +16,7 @@ import type { Db } from './handle.ts';
 
 // The handle's types are handle.ts's; most of the service takes them from here, with the pool.
 export type { Db, Param, Tx } from './handle.ts';
+export type { BatchedRead, BatchParam } from './batch.ts';
 export { TransactionOpenError } from './handle.ts';
 
 export interface Database extends Db {

@@ -3,6 +3,7 @@
  * makes the handles): the statements it runs by name, its transactions, and
  * the error of a handle used while its own transaction is open.
  */
+import type { BatchedRead, BatchParam } from './batch.ts';
 import type { PoolUsage } from './pool-usage.ts';
 
 export type Param = string | number | boolean | null | Date | Uint8Array | readonly string[];
@@ -21,6 +22,12 @@ export type Param = string | number | boolean | null | Date | Uint8Array | reado
 export interface Db {
   /** Runs a `:one` statement; `undefined` when it returned no row, an error when it returned more. */
   one<T>(name: string, params?: readonly Param[]): Promise<T | undefined>;
+  /**
+   * The row of a read by key (`read.single`, `:one`), or `undefined`: on the pool, gathered with the same
+   * read of other requests this turn into one statement (`read.batch`, src/db/batch.ts); in a transaction,
+   * `read.single` alone.
+   */
+  batched<T>(read: BatchedRead, params: readonly BatchParam[]): Promise<T | undefined>;
   /** Runs a `:many` statement. */
   many<T>(name: string, params?: readonly Param[]): Promise<T[]>;
   /** Runs an `:exec` statement and returns the number of rows it touched. */

@@ -18,6 +18,7 @@ import type { PoolCounter } from './pool-usage.ts';
 import { type DriverQuery, sent, type RequestScope } from './scope.ts';
 import { StatementError, type ResultShape, type Statement } from './statements.ts';
 import { transaction as reservedTransaction, type TransactionSql } from './transaction.ts';
+import { type BatchedRead, type BatchParam, batches } from './batch.ts';
 
 /** The pool, or a transaction taken from it. */
 type Queryable = Sql | TransactionSql;
@@ -89,6 +90,12 @@ export function handles(
     return result;
   };
 
+  /** The reads of one row that requests ask of the pool in one turn, gathered into one statement (batch.ts). */
+  const gather = batches({
+    single: (name, params, scope) => run(name, 'one', params, { on: sql, scope }),
+    batch: (name, params, scope) => run(name, 'many', params, { on: sql, scope }),
+  });
+
   /**
    * A transaction on the pool for `place`: its COMMIT, once the work is done and until it is answered, is the
    * scope's; a COMMIT whose connection is lost may have committed or not (`OutcomeUnknown`).
@@ -143,6 +150,13 @@ export function handles(
       async many<T>(name: string, params: readonly Param[] = []) {
         ready(name);
         return [...(await run(name, 'many', params, place))] as T[];
+      },
+      async batched<T>(read: BatchedRead, params: readonly BatchParam[]) {
+        ready(read.single);
+        // In a transaction, its own statement; on the pool, gathered with the other requests' of this turn.
+        if (on !== sql) return (await run(read.single, 'one', params, place))[0] as T | undefined;
+        admit(place);
+        return (await gather(read, params, scope)) as T | undefined;
       },
       async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
         ready(name);

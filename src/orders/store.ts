@@ -8,7 +8,7 @@
  * write will change.
  */
 import type { Principal } from '../auth/authenticator.ts';
-import type { Db } from '../db/database.ts';
+import type { BatchedRead, Db } from '../db/database.ts';
 import { validationError } from '../http/json-body.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { HttpError } from '../http/problem.ts';
@@ -44,20 +44,26 @@ export async function getOrderJson(
   principal: Principal,
   version: Version,
 ): Promise<{ revision: number; body: string }> {
-  type Row = { revision: number; body: string };
-  const params = [id, ownerLimit(principal)];
-  // One statement per version: a CASE on the version would set up both versions' subqueries on every run.
-  const row = await (version === 1 ? db.one<Row>('GetOrderJson', params) : db.one<Row>('GetOrderJsonV2', params));
+  // One read per version: a CASE on the version would set up both versions' subqueries on every run.
+  const row = await db.batched<{ revision: number; body: string }>(version === 1 ? ORDER_JSON : ORDER_JSON_V2, [
+    id,
+    ownerLimit(principal),
+  ]);
   if (row === undefined) throw notFound(id);
   return row;
 }
 
 /** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
 export async function getOrderRevision(db: Db, id: number, principal: Principal): Promise<number> {
-  const row = await db.one<{ revision: number }>('GetOrderRevision', [id, ownerLimit(principal)]);
+  const row = await db.batched<{ revision: number }>(ORDER_REVISION, [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row.revision;
 }
+
+/** The reads of one order, each gathered with the same read of other requests in one turn (src/db/batch.ts). */
+const ORDER_JSON: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
+const ORDER_JSON_V2: BatchedRead = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch' };
+const ORDER_REVISION: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
 
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';

@@ -73,7 +73,7 @@ const ORDERS: [string, string[], string, string][] = [
   ],
 ];
 
-describe('GetOrderJson and GetOrderJsonV2', () => {
+describe('GetOrderJson and GetOrderJsonV2, alone and batched', () => {
   for (const [name, prices, createdAt, updatedAt] of ORDERS) {
     it(`gives the bytes of representation.ts: ${name}`, async () => {
       const id = await insertOrder(prices, createdAt, updatedAt);
@@ -86,6 +86,19 @@ describe('GetOrderJson and GetOrderJsonV2', () => {
             : await db.one<{ body: string }>('GetOrderJsonV2', [id, null])
         )!.body;
         assert.equal(fromSql, JSON.stringify(orderRepresentation(row, version)), `version ${version}`);
+        // The batched read of the same order (src/db/batch.ts), in its first and a later place: the same bytes.
+        const batched = await db.many<{ n: number; body: string }>(
+          version === 1 ? 'GetOrderJsonBatch' : 'GetOrderJsonV2Batch',
+          [`{${id},${id}}`, '{NULL,NULL}'],
+        );
+        assert.deepEqual(
+          batched.map((r) => [r.n, r.body]),
+          [
+            [1, fromSql],
+            [2, fromSql],
+          ],
+          `batched, version ${version}`,
+        );
       }
     });
   }

@@ -15,8 +15,8 @@ import { isStringLiteral, skipTypeArguments, tokenize, type Token } from '../sup
 const STATEMENT_METHODS = new Set(['one', 'many', 'exec', 'composed', 'page', 'statement']);
 /** Functions every top-level string literal argument of which names a statement (`fetchPage(db, 'A', 'B', …)`). */
 const STATEMENT_FUNCTIONS = new Set(['fetchPage']);
-/** Properties whose string literal values, or union of them, name statements (`list: 'A' | 'B'`). */
-const STATEMENT_PROPERTIES = new Set(['list', 'count']);
+/** Properties whose string literal values, or union of them, name statements (`list: 'A' | 'B'`; a batched read's). */
+const STATEMENT_PROPERTIES = new Set(['list', 'count', 'single', 'batch']);
 /** Tokens after which `name:` starts a property or a member (not the `:` of a `?:` conditional). */
 const BEFORE_PROPERTY = new Set(['{', ',', ';', '(', 'readonly']);
 

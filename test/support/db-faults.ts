@@ -4,6 +4,7 @@
  * see it, and these wrap it. The service's own types know nothing of them.
  */
 import type { Database, Db, Param, Tx } from '../../src/db/database.ts';
+import type { BatchedRead, BatchParam } from '../../src/db/batch.ts';
 import type { RequestScope } from '../../src/db/scope.ts';
 
 /**
@@ -28,6 +29,7 @@ function around<T extends Db>(inner: T, name: string, hook: () => Promise<void> 
   const wrapped = Object.create(inner) as T & { savepoint?: Tx['savepoint'] };
   Object.assign(wrapped, {
     one: (statement: string, params?: readonly Param[]) => after(statement, inner.one(statement, params)),
+    batched: (read: BatchedRead, params: readonly BatchParam[]) => after(read.single, inner.batched(read, params)),
     many: (statement: string, params?: readonly Param[]) => after(statement, inner.many(statement, params)),
     exec: (statement: string, params?: readonly Param[]) => after(statement, inner.exec(statement, params)),
     composed: (statement: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[]) =>

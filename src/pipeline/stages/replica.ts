@@ -104,6 +104,7 @@ export function fallingBack(onReplica: Db, primary: () => Db, failed: (error: un
   }
   return {
     one: (name, params) => run((db) => db.one(name, params)),
+    batched: (read, params) => run((db) => db.batched(read, params)),
     many: (name, params) => run((db) => db.many(name, params)),
     exec: (name, params) => run((db) => db.exec(name, params)),
     composed: (name, fragments, params) => run((db) => db.composed(name, fragments, params)),

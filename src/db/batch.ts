@@ -1,0 +1,158 @@
+/**
+ * One statement for the reads that arrive together. The requests that ask
+ * the same pool for a row by the same pair of statements in one turn of the
+ * event loop are gathered, and their reads go out as one statement at the
+ * end of the turn (`setImmediate`: after every request that turn's I/O
+ * brought), or as soon as `MAX_BATCH` have gathered: no read waits past the
+ * turn it was asked in.
+ *
+ * A pair is a statement for one row (`single`, `:one`, with scalar
+ * parameters) and the same read for many (`batch`, `:many`): its parameters
+ * are the single one's, each an array of every member's value in order, and
+ * each row it returns carries `n`, the 1-based place of the member it is
+ * for (`unnest(…) WITH ORDINALITY`). Each member passes its own parameters,
+ * so whatever limits what a request may see (its owner) is applied to its
+ * own row in the shared statement. A batch of one runs `single`, exactly as
+ * a read did before batching.
+ *
+ * Each member keeps what is its own: its scope tracks its place in the
+ * batch, so a request that gives up (contract §17) leaves the batch and
+ * rejects at once, the others going on; the batch's statement is cancelled
+ * only when every member has left. A failure that says the database is out
+ * of reach (a lost connection, the circuit) is every member's; any other
+ * failure of a batch is not known to be every member's, so each member runs
+ * its read alone with `single` and gets its own answer.
+ */
+import { DeadlineExceeded, isDatabaseUnavailable } from './errors.ts';
+import { RequestScope } from './scope.ts';
+
+/** A member's parameter: an integer (a key) or NULL, written into the batch's arrays as they are. */
+export type BatchParam = number | null;
+
+/** The two statements of one read: for one row, and for the rows of many members (docs/architecture.md). */
+export interface BatchedRead {
+  readonly single: string;
+  readonly batch: string;
+}
+
+/** The most members one batch takes: the next one starts another batch. */
+export const MAX_BATCH = 64;
+
+type Row = Record<string, unknown>;
+
+/** How a batch runs its statements on the pool: `single` with the member's parameters, `batch` with arrays. */
+export interface BatchRunner {
+  single(name: string, params: readonly BatchParam[], scope: RequestScope | undefined): Promise<readonly Row[]>;
+  batch(name: string, params: readonly string[], scope: RequestScope): Promise<readonly Row[]>;
+}
+
+interface Member {
+  readonly params: readonly BatchParam[];
+  readonly scope: RequestScope | undefined;
+  readonly resolve: (row: Row | undefined) => void;
+  readonly reject: (error: unknown) => void;
+  /** Resolved, rejected or left: nothing more is handed to it. */
+  done: boolean;
+  untrack: (() => void) | undefined;
+}
+
+class Batch {
+  readonly members: Member[] = [];
+  /** The batch statement's own scope: abandoned when its last member leaves. */
+  readonly scope = new RequestScope();
+  sent = false;
+  live = 0;
+}
+
+/**
+ * The gatherer of one pool: `gather(read, params, scope)` gives the row `read` finds for `params`, or
+ * `undefined`, asked together with the reads of the same pair this turn.
+ */
+export function batches(run: BatchRunner, max = MAX_BATCH) {
+  const open = new Map<string, Batch>();
+
+  const settle = (member: Member, outcome: { row?: Row | undefined; error?: unknown }) => {
+    if (member.done) return;
+    member.done = true;
+    member.untrack?.();
+    if ('error' in outcome) member.reject(outcome.error);
+    else member.resolve(outcome.row);
+  };
+
+  const alone = (read: BatchedRead, member: Member) => {
+    run.single(read.single, member.params, member.scope).then(
+      (rows) => settle(member, { row: rows[0] }),
+      (error: unknown) => settle(member, { error }),
+    );
+  };
+
+  const send = (read: BatchedRead, batch: Batch) => {
+    if (open.get(read.batch) === batch) open.delete(read.batch);
+    batch.sent = true;
+    const members = batch.members.filter((m) => !m.done);
+    if (members.length === 0) return;
+    if (members.length === 1) return alone(read, members[0] as Member);
+    run.batch(read.batch, columns(members), batch.scope).then(
+      (rows) => {
+        for (const row of rows) {
+          const member = members[Number(row.n) - 1];
+          if (member !== undefined) settle(member, { row });
+        }
+        for (const member of members) settle(member, {});
+      },
+      (error: unknown) => {
+        if (isDatabaseUnavailable(error)) for (const member of members) settle(member, { error });
+        else for (const member of members) if (!member.done) alone(read, member);
+      },
+    );
+  };
+
+  return function gather(read: BatchedRead, params: readonly BatchParam[], scope: RequestScope | undefined) {
+    const wrong = params.find((p) => p !== null && !Number.isSafeInteger(p));
+    if (wrong !== undefined) {
+      return Promise.reject(new TypeError(`a batched read takes integers and NULL, not ${String(wrong)}`));
+    }
+    return new Promise<Row | undefined>((resolve, reject) => {
+      let batch = open.get(read.batch);
+      if (batch === undefined) {
+        const made = new Batch();
+        open.set(read.batch, made);
+        setImmediate(() => {
+          if (!made.sent) send(read, made);
+        });
+        batch = made;
+      }
+      const member: Member = { params, scope, resolve, reject, done: false, untrack: undefined };
+      const joined = batch;
+      joined.members.push(member);
+      joined.live += 1;
+      // Giving up leaves the batch: this member rejects now; the statement is cancelled once no member is left.
+      member.untrack = scope?.track('read', {
+        state: null,
+        cancel: () => {
+          if (!member.done) {
+            settle(member, { error: new DeadlineExceeded(0) });
+            joined.live -= 1;
+            if (joined.live === 0 && joined.sent) joined.scope.abandon();
+          }
+          return Promise.resolve();
+        },
+      });
+      if (joined.members.length >= max) send(read, joined);
+    });
+  };
+}
+
+/** The batch statement's parameters: per column, an array literal of every member's value, in order. */
+function columns(members: readonly Member[]): string[] {
+  const width = members[0]?.params.length ?? 0;
+  const out: string[] = [];
+  for (let i = 0; i < width; i += 1) {
+    out.push(`{${members.map((m) => literal(m.params[i])).join(',')}}`);
+  }
+  return out;
+}
+
+/** An integer or NULL, as an array literal's element (gather() took nothing else). */
+const literal = (value: BatchParam | undefined): string =>
+  value === null || value === undefined ? 'NULL' : String(value);

@@ -1,0 +1,300 @@
+/**
+ * The reads of one turn gathered into one statement (src/db/batch.ts): first
+ * the gathering's rules on a fake runner (who leaves, what a failure does to
+ * whom, the size bound), then the order reads on a real database (embedded by
+ * default, a fresh one on the real server with DATABASE_URL), with the
+ * statements the driver sends counted from its own log.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { batches, MAX_BATCH, type BatchParam, type BatchRunner } from '../../src/db/batch.ts';
+import type { BatchedRead, Db } from '../../src/db/database.ts';
+import { QUERIES_DIR } from '../../src/db/database.ts';
+import { RequestScope } from '../../src/db/scope.ts';
+import { loadStatements } from '../../src/db/statements.ts';
+import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
+
+const READ: BatchedRead = { single: 'One', batch: 'Many' };
+type Row = Record<string, unknown>;
+
+/** A runner that records each call and answers the batch with a row per member whose first parameter is even. */
+function fakeRunner(fail?: { batch?: unknown; single?: (params: readonly BatchParam[]) => unknown }) {
+  const calls: string[] = [];
+  const scopes: RequestScope[] = [];
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let hold = false;
+  const runner: BatchRunner = {
+    async single(name, params) {
+      calls.push(`${name}(${params.join(',')})`);
+      const error = fail?.single?.(params);
+      if (error !== undefined) throw error;
+      return Number(params[0]) % 2 === 0 ? [{ id: params[0] }] : [];
+    },
+    async batch(name, params, scope) {
+      calls.push(`${name}(${params.join(';')})`);
+      scopes.push(scope);
+      let cancelled = false;
+      scope.track('read', {
+        state: 'sent',
+        cancel: async () => {
+          cancelled = true;
+          calls.push('cancelled');
+        },
+      });
+      if (hold) await held;
+      if (cancelled) throw Object.assign(new Error('canceling statement due to user request'), { code: '57014' });
+      if (fail?.batch !== undefined) throw fail.batch;
+      const ids = (params[0] as string).slice(1, -1).split(',');
+      return ids.flatMap((id, i) => (Number(id) % 2 === 0 ? [{ n: String(i + 1), id: Number(id) }] : []));
+    },
+  };
+  return {
+    runner,
+    calls,
+    holdBatches: () => {
+      hold = true;
+    },
+    release: () => release(),
+  };
+}
+
+const outcome = (p: Promise<Row | undefined>) =>
+  p.then(
+    (row) => ({ row }),
+    (error: unknown) => ({ error: (error as { code?: string; name: string }).code ?? (error as Error).name }),
+  );
+
+describe('gathering the reads of one turn (fake runner)', () => {
+  it('sends the reads asked in one turn as one statement, and hands each member its own row', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    const results = await Promise.all([2, 3, 4, 4].map((id, i) => gather(READ, [id, i === 1 ? null : 7], undefined)));
+    assert.deepEqual(fake.calls, ['Many({2,3,4,4};{7,NULL,7,7})']);
+    assert.deepEqual(results, [{ n: '1', id: 2 }, undefined, { n: '3', id: 4 }, { n: '4', id: 4 }]);
+  });
+
+  it('runs a batch of one with the single statement, and reads of the next turn in a batch of their own', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    assert.deepEqual(await gather(READ, [2, null], undefined), { id: 2 });
+    assert.deepEqual(await Promise.all([gather(READ, [6, 1], undefined), gather(READ, [8, 1], undefined)]), [
+      { n: '1', id: 6 },
+      { n: '2', id: 8 },
+    ]);
+    assert.deepEqual(fake.calls, ['One(2,)', 'Many({6,8};{1,1})']);
+  });
+
+  it(`takes at most ${MAX_BATCH} members: the next one starts another batch`, async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    const ids = Array.from({ length: MAX_BATCH + 2 }, (_, i) => 2 * i);
+    const rows = await Promise.all(ids.map((id) => gather(READ, [id], undefined)));
+    assert.deepEqual(
+      rows.map((row) => row?.id),
+      ids,
+    );
+    assert.deepEqual(
+      fake.calls.map((call) => call.split('(')[0]),
+      ['Many', 'Many'],
+    );
+    assert.equal(fake.calls[1], `Many({${ids.slice(MAX_BATCH).join(',')}})`);
+  });
+
+  it('lets a member that gives up leave at once, the others going on', async () => {
+    const fake = fakeRunner();
+    fake.holdBatches();
+    const gather = batches(fake.runner);
+    const scopes = [new RequestScope(), new RequestScope(), new RequestScope()];
+    const asked = [2, 4, 6].map((id, i) => outcome(gather(READ, [id], scopes[i])));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(scopes[1]?.abandon(), 'not-done');
+    assert.deepEqual(await asked[1], { error: 'DATABASE_DEADLINE_EXCEEDED' });
+    fake.release();
+    assert.deepEqual(await Promise.all([asked[0], asked[2]]), [{ row: { n: '1', id: 2 } }, { row: { n: '3', id: 6 } }]);
+    assert.deepEqual(fake.calls, ['Many({2,4,6})'], 'the statement was not cancelled');
+  });
+
+  it('cancels the statement once every member has left, and sends none when they left before it went', async () => {
+    const fake = fakeRunner();
+    fake.holdBatches();
+    const gather = batches(fake.runner);
+    const scopes = [new RequestScope(), new RequestScope()];
+    const asked = [2, 4].map((id, i) => outcome(gather(READ, [id], scopes[i])));
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const scope of scopes) scope.abandon();
+    assert.deepEqual(await Promise.all(asked), [
+      { error: 'DATABASE_DEADLINE_EXCEEDED' },
+      { error: 'DATABASE_DEADLINE_EXCEEDED' },
+    ]);
+    assert.deepEqual(fake.calls, ['Many({2,4})', 'cancelled']);
+    fake.release();
+
+    const early = [new RequestScope(), new RequestScope()];
+    const gone = [8, 10].map((id, i) => outcome(gather(READ, [id], early[i])));
+    for (const scope of early) scope.abandon();
+    assert.deepEqual(await Promise.all(gone), [
+      { error: 'DATABASE_DEADLINE_EXCEEDED' },
+      { error: 'DATABASE_DEADLINE_EXCEEDED' },
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(fake.calls, ['Many({2,4})', 'cancelled'], 'nothing sent for members gone before the turn ended');
+  });
+
+  it('runs each member alone when a batch fails for another reason than the database: only its own fails', async () => {
+    const invalid = Object.assign(new Error('invalid input'), { code: '22P02' });
+    const fake = fakeRunner({ batch: invalid, single: (params) => (params[0] === 4 ? invalid : undefined) });
+    const gather = batches(fake.runner);
+    const asked = await Promise.all([2, 4, 6].map((id) => outcome(gather(READ, [id], undefined))));
+    assert.deepEqual(asked, [{ row: { id: 2 } }, { error: '22P02' }, { row: { id: 6 } }]);
+    assert.deepEqual(fake.calls, ['Many({2,4,6})', 'One(2)', 'One(4)', 'One(6)']);
+  });
+
+  it('gives every member the failure that says the database is out of reach, running nothing more', async () => {
+    const lost = Object.assign(new Error('connection lost'), { code: 'CONNECTION_CLOSED' });
+    const fake = fakeRunner({ batch: lost });
+    const gather = batches(fake.runner);
+    const asked = await Promise.all([2, 4].map((id) => outcome(gather(READ, [id], undefined))));
+    assert.deepEqual(asked, [{ error: 'CONNECTION_CLOSED' }, { error: 'CONNECTION_CLOSED' }]);
+    assert.deepEqual(fake.calls, ['Many({2,4})']);
+  });
+
+  it('refuses a parameter that is not an integer or NULL, sending nothing', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    for (const wrong of [1.5, Number.NaN, 2 ** 53]) {
+      await assert.rejects(gather(READ, [wrong], undefined), (error: unknown) => {
+        assert.ok(error instanceof TypeError);
+        assert.equal(error.message, `a batched read takes integers and NULL, not ${String(wrong)}`);
+        return true;
+      });
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(fake.calls, []);
+  });
+});
+
+describe('the order reads of one turn, on the database', () => {
+  let t: TestServer;
+  let admin: Account;
+  let alice: Account;
+  let bob: Account;
+  const ids: number[] = [];
+  let bobs = 0;
+  const NAMES = new Map([...loadStatements(QUERIES_DIR).values()].map((s) => [s.text, s.name]));
+  const JSON_V1: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
+  const JSON_V2: BatchedRead = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch' };
+  const REVISION: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
+
+  before(async () => {
+    t = await startTestServer();
+    admin = await t.user('admin');
+    alice = await t.user('customer');
+    bob = await t.user('customer');
+    for (const [who, items] of [
+      [alice, [{ productId: 1, qty: 2 }]],
+      [
+        alice,
+        [
+          { productId: 2, qty: 1 },
+          { productId: 3, qty: 4 },
+        ],
+      ],
+      [alice, [{ productId: 3, qty: 1 }]],
+      [bob, [{ productId: 1, qty: 1 }]],
+    ] as const) {
+      const response = await t.fetch('/v1/orders', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+        body: JSON.stringify({ customerId: who.id, items }),
+      });
+      assert.equal(response.status, 201);
+      ids.push(Number(response.headers.get('location')?.split('/').pop()));
+    }
+    bobs = ids[3] as number;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  /** The statements sent while `action` runs, by name; the server's own background statements left out. */
+  async function sentDuring<T>(action: () => Promise<T>): Promise<{ value: T; sent: string[] }> {
+    const options = t.server.db.sql.options as unknown as { debug: unknown };
+    const previous = options.debug;
+    const sent: string[] = [];
+    options.debug = (_connection: number, text: string) => {
+      const name = NAMES.get(text);
+      if (name?.startsWith('GetOrder') === true) sent.push(name);
+    };
+    try {
+      return { value: await action(), sent };
+    } finally {
+      options.debug = previous;
+    }
+  }
+
+  it('reads the orders asked in one turn with one statement, each as its asker may see it, as alone', async () => {
+    const asks: [number, number | null][] = [
+      [ids[0] as number, alice.id],
+      [bobs, alice.id],
+      [ids[1] as number, null],
+      [999_999_999, null],
+      [ids[2] as number, alice.id],
+      [bobs, bob.id],
+      [ids[0] as number, alice.id],
+    ];
+    for (const read of [JSON_V1, JSON_V2, REVISION]) {
+      const handles = asks.map(() => t.server.db.handle(new RequestScope()));
+      const { value: together, sent } = await sentDuring(() =>
+        Promise.all(asks.map((params, i) => (handles[i] as Db).batched<Row>(read, params))),
+      );
+      assert.deepEqual(sent, [read.batch], read.batch);
+      const alone: (Row | undefined)[] = [];
+      for (const params of asks) alone.push(await t.server.db.one<Row>(read.single, params));
+      assert.deepEqual(
+        together.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
+        alone.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
+        read.batch,
+      );
+      assert.equal(together[1], undefined, "another customer's order is not seen, even in a shared statement");
+      assert.equal(alone.filter((row) => row !== undefined).length, 5);
+    }
+  });
+
+  it('runs a read alone with its single statement, and a read in a transaction there', async () => {
+    const { value: row, sent } = await sentDuring(() =>
+      t.server.db.handle(new RequestScope()).batched<Row>(JSON_V1, [ids[0] as number, alice.id]),
+    );
+    assert.deepEqual(sent, ['GetOrderJson']);
+    assert.deepEqual(row, await t.server.db.one<Row>('GetOrderJson', [ids[0] as number, alice.id]));
+    const inTransaction = await sentDuring(() =>
+      t.server.db.begin((tx) =>
+        Promise.all([tx.batched<Row>(REVISION, [ids[0] as number, null]), tx.batched<Row>(REVISION, [bobs, null])]),
+      ),
+    );
+    assert.deepEqual(inTransaction.sent, ['GetOrderRevision', 'GetOrderRevision']);
+    assert.equal(inTransaction.value.length, 2);
+  });
+
+  it('answers concurrent GETs of one order each with the bytes and tag of a GET alone, and others 404', async () => {
+    const get = (id: number, who: Account) => t.fetch(`/v2/orders/${id}`, { headers: bearer(who.token) });
+    const single = await get(ids[1] as number, alice);
+    const body = await single.text();
+    const tag = single.headers.get('etag');
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => get(i % 3 === 2 ? bobs : (ids[1] as number), alice)),
+    );
+    for (const [i, response] of responses.entries()) {
+      if (i % 3 === 2) {
+        assert.equal(response.status, 404);
+        assert.equal(response.headers.get('content-type'), 'application/problem+json');
+      } else {
+        assert.equal(response.status, 200);
+        assert.equal(response.headers.get('etag'), tag);
+        assert.equal(await response.text(), body);
+      }
+    }
+  });
+});
