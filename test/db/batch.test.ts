@@ -12,9 +12,13 @@ import type { BatchedRead, Db } from '../../src/db/database.ts';
 import { QUERIES_DIR } from '../../src/db/database.ts';
 import { RequestScope } from '../../src/db/scope.ts';
 import { loadStatements } from '../../src/db/statements.ts';
+import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from '../support/database.ts';
+import { startProxy, type TcpProxy } from '../support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
+import { until } from '../support/tools.ts';
 
 const READ: BatchedRead = { single: 'One', batch: 'Many' };
+const JSON_READ: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
 type Row = Record<string, unknown>;
 
 /** A runner that records each call and answers the batch with a row per member whose first parameter is even. */
@@ -296,5 +300,73 @@ describe('the order reads of one turn, on the database', () => {
         assert.equal(await response.text(), body);
       }
     }
+  });
+});
+
+describe('a connection lost under a batch', {
+  skip:
+    REAL_SERVER_URL === undefined ? 'needs the real PostgreSQL server (DATABASE_URL), reached through a proxy' : false,
+}, () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let t: TestServer;
+  let admin: Account;
+  let id = 0;
+
+  before(async () => {
+    database = await createTestDatabase();
+    const target = database.target as NonNullable<TestDatabase['target']>;
+    proxy = await startProxy({ host: target.host, port: target.port });
+    const url = Object.assign(new URL(database.url), { hostname: '127.0.0.1', port: String(proxy.port) });
+    t = await startTestServer({ DATABASE_URL: url.toString() }, database);
+    admin = await t.user('admin');
+    const created = await t.fetch('/v1/orders', {
+      method: 'POST',
+      headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+      body: JSON.stringify({ customerId: admin.id, items: [{ productId: 1, qty: 1 }] }),
+    });
+    assert.equal(created.status, 201);
+    id = Number(created.headers.get('location')?.split('/').pop());
+  });
+  after(async () => {
+    await t?.close();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it("fails each member with the connection's failure, and each GET waiting on it with 503", async () => {
+    // The batch is sent into a link that stops answering, then the link is cut.
+    proxy.blackhole();
+    const reads = [null, admin.id, null].map((owner) =>
+      outcome(t.server.db.handle(new RequestScope()).batched<Row>(JSON_READ, [id, owner])),
+    );
+    await until(
+      async () => t.server.db.pool.inUse > 0,
+      () => 'the batch never took a connection',
+    );
+    await proxy.down({ reset: true });
+    const codes = (await Promise.all(reads)).map((read) => ('error' in read ? read.error : 'a row'));
+    assert.equal(codes.length, 3);
+    assert.deepEqual(codes, [codes[0], codes[0], codes[0]], 'one failure, every member');
+    assert.ok(['ECONNRESET', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED'].includes(String(codes[0])), String(codes[0]));
+
+    // Through HTTP: the GETs waiting on the lost connection are each 503 `unavailable`, as a GET alone would be.
+    await proxy.up();
+    await until(
+      async () => (await t.fetch(`/v1/orders/${id}`, { headers: bearer(admin.token) })).status === 200,
+      () => 'the service did not come back after the link did',
+    );
+    proxy.blackhole();
+    const waiting = Array.from({ length: 4 }, () => t.fetch(`/v1/orders/${id}`, { headers: bearer(admin.token) }));
+    await until(
+      async () => t.server.db.pool.inUse > 0,
+      () => 'the GETs never took a connection',
+    );
+    await proxy.down({ reset: true });
+    for (const response of await Promise.all(waiting)) {
+      assert.equal(response.status, 503);
+      assert.equal((await response.json()).type.split('/').pop(), 'unavailable');
+    }
+    await proxy.up();
   });
 });
