@@ -53,6 +53,8 @@ interface Member {
   readonly reject: (error: unknown) => void;
   /** Resolved, rejected or left: nothing more is handed to it. */
   done: boolean;
+  /** Its batch went out (or it runs alone): it no longer counts as gathered. */
+  sent: boolean;
   untrack: (() => void) | undefined;
 }
 
@@ -64,16 +66,26 @@ class Batch {
   live = 0;
 }
 
+/** Gathers a read (below); `gathered`: the members waiting for their batch to go out, each a statement waiting. */
+export type Gatherer = ((
+  read: BatchedRead,
+  params: readonly BatchParam[],
+  scope: RequestScope | undefined,
+) => Promise<Row | undefined>) & { readonly gathered: number };
+
 /**
  * The gatherer of one pool: `gather(read, params, scope)` gives the row `read` finds for `params`, or
  * `undefined`, asked together with the reads of the same pair this turn.
  */
-export function batches(run: BatchRunner, max = MAX_BATCH) {
+export function batches(run: BatchRunner, max = MAX_BATCH): Gatherer {
   const open = new Map<string, Batch>();
+  /** Members gathered in batches not yet sent, still wanting their row. */
+  let gathered = 0;
 
   const settle = (member: Member, outcome: { row?: Row | undefined; error?: unknown }) => {
     if (member.done) return;
     member.done = true;
+    if (!member.sent) gathered -= 1;
     member.untrack?.();
     if ('error' in outcome) member.reject(outcome.error);
     else member.resolve(outcome.row);
@@ -90,6 +102,8 @@ export function batches(run: BatchRunner, max = MAX_BATCH) {
     if (open.get(read.batch) === batch) open.delete(read.batch);
     batch.sent = true;
     const members = batch.members.filter((m) => !m.done);
+    for (const member of members) member.sent = true;
+    gathered -= members.length;
     if (members.length === 0) return;
     if (members.length === 1) return alone(read, members[0] as Member);
     run.batch(read.batch, columns(members), batch.scope).then(
@@ -107,10 +121,15 @@ export function batches(run: BatchRunner, max = MAX_BATCH) {
     );
   };
 
-  return function gather(read: BatchedRead, params: readonly BatchParam[], scope: RequestScope | undefined) {
-    const wrong = params.find((p) => p !== null && !Number.isSafeInteger(p));
-    if (wrong !== undefined) {
-      return Promise.reject(new TypeError(`a batched read takes integers and NULL, not ${String(wrong)}`));
+  const gather = (read: BatchedRead, params: readonly BatchParam[], scope: RequestScope | undefined) => {
+    // A missing parameter is refused, never sent as NULL: a NULL owner is an admin's, who sees every row.
+    const wrong = params.findIndex((p) => p === undefined || (p !== null && !Number.isSafeInteger(p)));
+    if (wrong !== -1) {
+      return Promise.reject(new TypeError(`a batched read takes integers and NULL, not ${String(params[wrong])}`));
+    }
+    const width = open.get(read.batch)?.members[0]?.params.length;
+    if (width !== undefined && params.length !== width) {
+      return Promise.reject(new TypeError(`${read.batch} takes ${width} parameters, not ${params.length}`));
     }
     return new Promise<Row | undefined>((resolve, reject) => {
       let batch = open.get(read.batch);
@@ -122,7 +141,8 @@ export function batches(run: BatchRunner, max = MAX_BATCH) {
         });
         batch = made;
       }
-      const member: Member = { params, scope, resolve, reject, done: false, untrack: undefined };
+      const member: Member = { params, scope, resolve, reject, done: false, sent: false, untrack: undefined };
+      gathered += 1;
       const joined = batch;
       joined.members.push(member);
       joined.live += 1;
@@ -141,6 +161,7 @@ export function batches(run: BatchRunner, max = MAX_BATCH) {
       if (joined.members.length >= max) send(read, joined);
     });
   };
+  return Object.defineProperty(gather, 'gathered', { get: () => gathered }) as Gatherer;
 }
 
 /** The batch statement's parameters: per column, an array literal of every member's value, in order. */

@@ -41,12 +41,16 @@ export function handles(
   circuit: Circuit,
 ): (on: Queryable, guarded: boolean, scope: RequestScope | undefined) => Tx {
   const maxWaiting = Math.max(MIN_WAITING, pool.size * WAITING_PER_CONNECTION);
-  /** Before any work on the pool: refused at once while the database is out of reach, or too much waits. */
-  const admit = (place: Place) => {
+  /**
+   * Before any work on the pool: refused at once while the database is out of reach, or too much waits. A read
+   * gathered for a batch not yet sent counts as a statement waiting (`gathered`), as it did alone.
+   */
+  const admit = (place: Place, gathered = 0) => {
     if (place.scope?.abandoned === true) throw new DeadlineExceeded(0);
     circuit.check();
-    if (place.on === sql && pool.waiting >= maxWaiting)
-      throw new DatabaseUnreachable(`${pool.waiting} statements and transactions already wait for a connection`);
+    const waiting = pool.waiting + gathered;
+    if (place.on === sql && waiting >= maxWaiting)
+      throw new DatabaseUnreachable(`${waiting} statements and transactions already wait for a connection`);
   };
 
   /**
@@ -155,7 +159,7 @@ export function handles(
         ready(read.single);
         // In a transaction, its own statement; on the pool, gathered with the other requests' of this turn.
         if (on !== sql) return (await run(read.single, 'one', params, place))[0] as T | undefined;
-        admit(place);
+        admit(place, gather.gathered);
         return (await gather(read, params, scope)) as T | undefined;
       },
       async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
-import type { Db, Param, Tx } from '../../src/db/database.ts';
+import type { BatchedRead, BatchParam, Db, Param, Tx } from '../../src/db/database.ts';
 import { REAL_SERVER_URL } from '../support/database.ts';
 import { startService } from '../support/process.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
@@ -108,6 +108,11 @@ async function orderStatementsOf(run: () => Promise<unknown>): Promise<string[]>
     one<T>(name: string, params?: readonly Param[]): Promise<T | undefined> {
       names.push(name);
       return handle.one<T>(name, params);
+    },
+    // A read by key: its single statement's name (alone, it is what runs; test/db/batch.test.ts counts batches).
+    batched<T>(read: BatchedRead, params: readonly BatchParam[]): Promise<T | undefined> {
+      names.push(read.single);
+      return handle.batched<T>(read, params);
     },
     begin<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
       return handle.begin((tx) => work(recording(tx)));

@@ -12,6 +12,7 @@ import type { BatchedRead, Db } from '../../src/db/database.ts';
 import { QUERIES_DIR } from '../../src/db/database.ts';
 import { RequestScope } from '../../src/db/scope.ts';
 import { loadStatements } from '../../src/db/statements.ts';
+import { essentialSql } from '../../src/orders/format.ts';
 import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from '../support/database.ts';
 import { startProxy, type TcpProxy } from '../support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
@@ -165,6 +166,52 @@ describe('gathering the reads of one turn (fake runner)', () => {
     assert.deepEqual(fake.calls, ['Many({2,4})']);
   });
 
+  it('gives every member a cancelled statement (57014), running nothing more', async () => {
+    const cancelled = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    const fake = fakeRunner({ batch: cancelled });
+    const gather = batches(fake.runner);
+    const asked = await Promise.all([2, 4].map((id) => outcome(gather(READ, [id], undefined))));
+    assert.deepEqual(asked, [{ error: '57014' }, { error: '57014' }]);
+    assert.deepEqual(fake.calls, ['Many({2,4})']);
+  });
+
+  it('counts the members waiting for their batch to go out, each as a statement waiting', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    const scopes = [new RequestScope(), new RequestScope(), new RequestScope()];
+    const asked = [2, 4, 6].map((id, i) => outcome(gather(READ, [id], scopes[i])));
+    assert.equal(gather.gathered, 3);
+    scopes[0]?.abandon();
+    assert.equal(gather.gathered, 2, 'one left before the batch went out');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(gather.gathered, 0, 'sent');
+    assert.deepEqual(await Promise.all(asked), [
+      { error: 'DATABASE_DEADLINE_EXCEEDED' },
+      { row: { n: '1', id: 4 } },
+      { row: { n: '2', id: 6 } },
+    ]);
+  });
+
+  it('refuses a missing parameter, or one too many, never sent as NULL (an admin sees every row)', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner);
+    const first = gather(READ, [2, 7], undefined);
+    await assert.rejects(gather(READ, [4, undefined as unknown as null], undefined), {
+      name: 'TypeError',
+      message: 'a batched read takes integers and NULL, not undefined',
+    });
+    await assert.rejects(gather(READ, [4], undefined), {
+      name: 'TypeError',
+      message: 'Many takes 2 parameters, not 1',
+    });
+    await assert.rejects(gather(READ, [4, 7, 8], undefined), {
+      name: 'TypeError',
+      message: 'Many takes 2 parameters, not 3',
+    });
+    assert.deepEqual(await first, { id: 2 });
+    assert.deepEqual(fake.calls, ['One(2,7)']);
+  });
+
   it('refuses a parameter that is not an integer or NULL, sending nothing', async () => {
     const fake = fakeRunner();
     const gather = batches(fake.runner);
@@ -282,6 +329,24 @@ describe('the order reads of one turn, on the database', () => {
     assert.equal(inTransaction.value.length, 2);
   });
 
+  it("answers concurrent conditional GETs 304 for the asker's own order, 404 for another's, never 304", async () => {
+    const own = await t.fetch(`/v1/orders/${ids[0]}`, { headers: bearer(alice.token) });
+    const tag = own.headers.get('etag') as string;
+    const bobTag = (await t.fetch(`/v1/orders/${bobs}`, { headers: bearer(bob.token) })).headers.get('etag') as string;
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        i % 3 === 2
+          ? t.fetch(`/v1/orders/${bobs}`, { headers: { ...bearer(alice.token), 'if-none-match': bobTag } })
+          : t.fetch(`/v1/orders/${ids[0]}`, { headers: { ...bearer(alice.token), 'if-none-match': tag } }),
+      ),
+    );
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? 404 : 304)),
+    );
+    for (const [i, response] of responses.entries()) if (i % 3 !== 2) assert.equal(response.headers.get('etag'), tag);
+  });
+
   it('answers concurrent GETs of one order each with the bytes and tag of a GET alone, and others 404', async () => {
     const get = (id: number, who: Account) => t.fetch(`/v2/orders/${id}`, { headers: bearer(who.token) });
     const single = await get(ids[1] as number, alice);
@@ -299,6 +364,34 @@ describe('the order reads of one turn, on the database', () => {
         assert.equal(response.headers.get('etag'), tag);
         assert.equal(await response.text(), body);
       }
+    }
+  });
+});
+
+describe('the batch statements of sql/queries', () => {
+  const statements = loadStatements(QUERIES_DIR);
+  const text = (name: string) => essentialSql((statements.get(name) as { text: string }).text);
+  /** What a statement selects and how, from its first column to its FROM of the orders (or of their keys). */
+  const selected = (sql: string) => sql.slice(sql.indexOf('SELECT ') + 7, sql.lastIndexOf(' FROM '));
+
+  it('select what their single statements select, with n first, over the keys with their owners', () => {
+    for (const [single, batch] of [
+      ['GetOrderJson', 'GetOrderJsonBatch'],
+      ['GetOrderJsonV2', 'GetOrderJsonV2Batch'],
+      ['GetOrderRevision', 'GetOrderRevisionBatch'],
+    ] as const) {
+      assert.equal(selected(text(batch)), `k.n::int AS n, ${selected(text(single))}`, batch);
+      assert.equal(
+        text(batch).slice(text(batch).lastIndexOf(' FROM ')),
+        ' FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n) JOIN orders o ' +
+          'ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)',
+        batch,
+      );
+      assert.equal(
+        text(single).slice(text(single).lastIndexOf(' FROM ')),
+        ' FROM orders o WHERE o.id = $1 AND ($2::bigint IS NULL OR o.customer_id = $2)',
+        single,
+      );
     }
   });
 });
