@@ -245,6 +245,18 @@ new_items AS (
 SELECT (SELECT id FROM new_order) AS id, c.customer_known, c.currencies
 FROM checked c;
 
+-- name: CreateOrderKeyed :one
+-- A keyed POST /orders in one statement (sql/migrations/0014_idempotent_create_order.sql):
+-- the key claimed, the order made (or refused, nothing written), its event
+-- recorded and its answer stored, in this statement's own transaction. $1:
+-- user id, $2: key, $3: the request's fingerprint, $4: customer id, $5: check
+-- the customer, $6: product ids, $7: quantities, $8: the answer's version,
+-- $9: its Content-Type, $10: its Location but the id, $11: its ETag after
+-- the id and revision (src/orders/etag.ts).
+SELECT locked, fingerprint, status, headers, body, order_id, order_revision, order_body
+FROM idempotent_create_order($1::bigint, $2::text, $3::text, $4::bigint, $5::boolean, $6::bigint[], $7::integer[],
+                             $8::integer, $9::text, $10::text, $11::text);
+
 -- name: RecordOrderCreated :one
 -- The order CreateOrder has just written, read as GetOrder reads it (after
 -- the triggers of its items have moved its revision), and its order.created

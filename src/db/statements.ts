@@ -61,7 +61,8 @@ export function parseStatements(source: string, file: string): Statement[] {
   return statements;
 }
 
-const WRITES = /\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory_xact_lock)\b/i;
+// The service's own functions that write are named here too (sql/migrations/0014).
+const WRITES = /\b(INSERT|UPDATE|DELETE|MERGE|nextval|setval|pg_advisory_xact_lock|idempotent_create_order)\b/i;
 const LINE_COMMENT = /--[^\n]*/g;
 
 /** Whether `text` may change data (see `Statement.writes`). */

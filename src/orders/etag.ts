@@ -31,7 +31,12 @@ export function orderTag(
   mediaType: string,
   format: string = ORDER_FORMAT,
 ): string {
+  return `"o${id}r${revision}${orderTagSuffix(version, mediaType, format)}`;
+}
+
+/** What follows an order tag's id and revision (`v1.json.f…"`), for the database to write the tag of a new order. */
+export function orderTagSuffix(version: Version, mediaType: string, format: string = ORDER_FORMAT): string {
   const code = MEDIA_CODES.get(mediaType);
   if (code === undefined) throw new Error(`no entity tag code for the media type ${mediaType}`);
-  return `"o${id}r${revision}v${version}.${code}.f${format}"`;
+  return `v${version}.${code}.f${format}"`;
 }

@@ -99,22 +99,26 @@ function itemsOrThrow(items: readonly Item[] | undefined): void {
   if (duplicates.length > 0) throw validationError(duplicates);
 }
 
-export async function create(ctx: RequestContext): Promise<Response> {
+/** What a POST /orders asks for, with the rules of contract §4 and §6 that need no database; throws a refusal. */
+export function orderToCreate(ctx: RequestContext): { customerId: number; items: readonly Item[]; admin: boolean } {
   const principal = principalOf(ctx);
   const body = readJsonBody(ctx, CreateOrderSchema);
   itemsOrThrow(body.items);
-  let customerId: number;
-  if (principal.role === 'admin') {
+  const admin = principal.role === 'admin';
+  if (admin) {
     if (body.customerId === undefined)
       throw validationError([{ pointer: '/customerId', detail: 'is required when an admin creates an order' }]);
-    customerId = body.customerId;
-  } else {
-    if (body.customerId !== undefined && body.customerId !== principal.userId) {
-      throw new HttpError(403, 'forbidden', { detail: 'A customer may create orders only for themselves.' });
-    }
-    customerId = principal.userId;
+    return { customerId: body.customerId, items: body.items, admin };
   }
-  const row = await createOrder(ctx.db, customerId, body.items, principal.role === 'admin');
+  if (body.customerId !== undefined && body.customerId !== principal.userId) {
+    throw new HttpError(403, 'forbidden', { detail: 'A customer may create orders only for themselves.' });
+  }
+  return { customerId: principal.userId, items: body.items, admin };
+}
+
+export async function create(ctx: RequestContext): Promise<Response> {
+  const { customerId, items, admin } = orderToCreate(ctx);
+  const row = await createOrder(ctx.db, customerId, items, admin);
   return orderResponse(ctx, row, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
 

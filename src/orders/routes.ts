@@ -11,6 +11,7 @@ import { ID_SCHEMA, stringEnum } from '../openapi/atoms.ts';
 import { CREATE_ORDER, PATCH_ORDER, REPLACE_ORDER, STATUSES } from './rules.ts';
 import { ITEM_LIST, ORDER_LIST } from './order-list.ts';
 import { create, currentTag, getOne, listAll, listItems, listOfUser, patch, remove, replace } from './handlers.ts';
+import { createKeyed } from './keyed-create.ts';
 
 const ORDER_QUERY = {
   status: { description: 'only orders with this status', schema: stringEnum(STATUSES) },
@@ -49,6 +50,8 @@ export const orderRoutes: readonly RouteSpec[] = [
     handler: create,
     // Every refusal (the body, the customer, the products, the total) comes before CreateOrder writes anything.
     refusesBeforeWriting: true,
+    // With a key, the order made in one statement that also claims the key and stores the answer.
+    keyedInOneStatement: createKeyed,
     doc: {
       summary: 'Create a pending order',
       description:

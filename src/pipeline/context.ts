@@ -16,6 +16,7 @@ import type { SharedLimits } from '../limits/shared-limits.ts';
 import type { Positions } from '../replica/positions.ts';
 import type { Replica } from '../replica/replica.ts';
 import type { RouteDoc } from '../openapi/types.ts';
+import type { ClaimRow, IdempotentRequest } from './idempotency.ts';
 
 export interface Services {
   readonly config: Config;
@@ -99,6 +100,9 @@ export type HandlerServices = Omit<Services, 'db'>;
 
 export type Handler = (ctx: RequestContext) => Promise<Response>;
 
+/** What a route's keyed POST in one statement did: found its key already used, or did the work. */
+export type OneStatement = { readonly claim: ClaimRow } | { readonly respond: Handler };
+
 export interface RouteSpec {
   readonly method: Method;
   readonly pattern: string;
@@ -140,6 +144,14 @@ export interface RouteSpec {
    * and a refusal thrown after a write rolls that write back before the refusal is stored.
    */
   readonly refusesBeforeWriting?: boolean;
+  /**
+   * A keyed POST of the route in one statement of its own transaction (one round trip): the key claimed, the
+   * work done and its answer stored together. It gives the claim of a key already used (answered as the
+   * idempotency stage answers any), or the handler that answers the request it did (the conditional stage
+   * finishes that answer, which must be exactly what the statement stored); `undefined` runs the request the
+   * ordinary way, which decides and stores a refusal (a body, a rule).
+   */
+  readonly keyedInOneStatement?: (ctx: RequestContext, request: IdempotentRequest) => Promise<OneStatement | undefined>;
   /**
    * The entity tag the handler's 200 will carry, found without building the
    * representation (contract §9: an order's revision). When given, a GET or HEAD

@@ -21,7 +21,7 @@ import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import { fieldOf } from '../http/incoming-request.ts';
 import type { ClientInfo } from '../http/node-adapter.ts';
 import type { Params, Router, RouteMatch } from '../http/router.ts';
-import type { HandlerServices, RequestContext, RouteSpec } from './context.ts';
+import type { Handler, HandlerServices, RequestContext, RouteSpec } from './context.ts';
 
 export interface Exchange {
   readonly request: Request;
@@ -66,6 +66,8 @@ export interface Exchange {
   handle: Db | undefined;
   /** idempotency: the savepoint a keyed POST's handler runs in. */
   savepoint: Db | undefined;
+  /** idempotency: the answer of a keyed POST its route did in one statement, given in the handler's place. */
+  respond: Handler | undefined;
 }
 
 // contract §13: 1–128 visible ASCII characters.
@@ -123,6 +125,7 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     tagSource: undefined,
     handle: undefined,
     savepoint: undefined,
+    respond: undefined,
   };
 }
 

@@ -35,7 +35,7 @@ interface StoredRow {
 }
 
 /** ClaimIdempotencyKey's one row: the lock, and the stored result or, without one, NULLs. */
-type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
+export type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
 
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
@@ -58,28 +58,8 @@ export async function runIdempotent(
     // taken after the try, so a first request that committed before the lock
     // came free is always seen (sql/migrations/0009_idempotency_claim.sql).
     const claim = (await tx.one<ClaimRow>('ClaimIdempotencyKey', [principal.userId, key])) as ClaimRow;
-    const stored = claim.fingerprint === null ? undefined : claim;
-    // Without the lock and without a result, the first request is still
-    // running. With a result, whoever holds the lock is only another repeat
-    // reading it: a finished request is replayed to every repeat (contract §7).
-    if (!claim.locked && stored === undefined) {
-      throw new HttpError(409, 'idempotency-key-in-use', {
-        detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
-        headers: { 'retry-after': '1' },
-      });
-    }
-    if (stored !== undefined) {
-      if (stored.fingerprint !== request.fingerprint) {
-        throw new HttpError(422, 'idempotency-key-mismatch', {
-          detail: 'This Idempotency-Key was used with another method, path or body; use a new key for a new request.',
-        });
-      }
-      // Never cached, like the first answer (a write's result, or a problem).
-      return bufferedResponse(stored.body, {
-        status: stored.status,
-        headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' },
-      });
-    }
+    const earlier = answerClaimed(claim, request);
+    if (earlier !== undefined) return earlier;
     let response: Response;
     try {
       response = await (inSavepoint ? tx.savepoint(handler) : handler(tx));
@@ -107,5 +87,34 @@ export async function runIdempotent(
     ]);
     if (buffered !== undefined) return response;
     return bufferedResponse(body, { status: response.status, headers: response.headers });
+  });
+}
+
+/**
+ * The answer to a key already used, from its claim: the stored answer replayed when the fingerprint is the same
+ * (422 when not), 409 while the first request runs (the lock taken, no result); `undefined` for a key this
+ * request holds and no result: the first request.
+ */
+export function answerClaimed(claim: ClaimRow, request: IdempotentRequest): Response | undefined {
+  const stored = claim.fingerprint === null ? undefined : claim;
+  // Without the lock and without a result, the first request is still
+  // running. With a result, whoever holds the lock is only another repeat
+  // reading it: a finished request is replayed to every repeat (contract §7).
+  if (!claim.locked && stored === undefined) {
+    throw new HttpError(409, 'idempotency-key-in-use', {
+      detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',
+      headers: { 'retry-after': '1' },
+    });
+  }
+  if (stored === undefined) return undefined;
+  if (stored.fingerprint !== request.fingerprint) {
+    throw new HttpError(422, 'idempotency-key-mismatch', {
+      detail: 'This Idempotency-Key was used with another method, path or body; use a new key for a new request.',
+    });
+  }
+  // Never cached, like the first answer (a write's result, or a problem).
+  return bufferedResponse(stored.body, {
+    status: stored.status,
+    headers: { ...stored.headers, 'cache-control': 'no-store', [REPLAYED_HEADER]: 'true' },
   });
 }

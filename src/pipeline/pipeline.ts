@@ -62,8 +62,11 @@ export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
 
-/** The innermost stage: the route's handler, with what the stages found. */
-const handler: Stage<Exchange> = (x) => routeOf(x).handler(contextOf(x));
+/**
+ * The innermost stage: the route's handler, with what the stages found; or, for a keyed POST its route did in
+ * one statement, the answer of what it did (the idempotency stage).
+ */
+const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
 
 export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const router = createRouter<RouteSpec>(

@@ -26,6 +26,7 @@ const OWNERS: Record<string, string> = {
   tagSource: 'stages/replica.ts',
   handle: 'exchange.ts',
   savepoint: 'stages/idempotency.ts',
+  respond: 'stages/idempotency.ts',
 };
 
 /** The fields of `interface Exchange` that are not `readonly`. */

@@ -4,14 +4,18 @@
  * answer commits with (src/pipeline/idempotency.ts); a malformed key is 400,
  * and a route that requires one refuses a POST without it. The stages inside
  * it finish the answer (the conditional stage): what is stored and replayed is
- * what the client first received.
+ * what the client first received. A route may do its keyed POST in one
+ * statement that claims the key, does the work and stores the answer
+ * (`keyedInOneStatement`, POST /orders): its answer then goes to the stages
+ * inside as the handler's would, and what it cannot do (a refusal) runs the
+ * ordinary way.
  */
 import { fingerprint, parseIdempotencyKey } from '../../http/idempotency-key.ts';
 import { HttpError } from '../../http/problem.ts';
 import type { Principal } from '../../auth/authenticator.ts';
 import type { Next, Stage } from '../compose.ts';
-import { dbOf, routeOf, type Exchange } from '../exchange.ts';
-import { runIdempotent } from '../idempotency.ts';
+import { contextOf, dbOf, routeOf, type Exchange } from '../exchange.ts';
+import { answerClaimed, runIdempotent } from '../idempotency.ts';
 
 export function idempotency(): Stage<Exchange> {
   // Not an async function: a GET (and a POST of no principal) passes through without a promise of its own.
@@ -37,6 +41,18 @@ async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
     instance: x.url.pathname,
     requestId: x.requestId,
   };
+  const once = routeOf(x).keyedInOneStatement;
+  const outcome = once === undefined ? undefined : await once(contextOf(x), request);
+  if (outcome !== undefined) {
+    if ('respond' in outcome) {
+      x.respond = outcome.respond;
+      return next(x);
+    }
+    // A key already used: answered as any (a replay, 409, 422); never a first request, which did the work.
+    const earlier = answerClaimed(outcome.claim, request);
+    if (earlier === undefined) throw new Error(`${x.url.pathname}: a fresh claim came back from one statement`);
+    return earlier;
+  }
   return runIdempotent(
     dbOf(x),
     request,

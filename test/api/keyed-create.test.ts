@@ -1,0 +1,163 @@
+/**
+ * A keyed POST /orders in one statement (src/orders/keyed-create.ts,
+ * sql/migrations/0014_idempotent_create_order.sql): its answer is what the
+ * ordinary path answers, and what it stores is exactly what the client got,
+ * in every version and media type; a key already used is answered as ever;
+ * a key held by a request still running is 409 (real server: the lock is
+ * held from another connection); and a statement that gives up commits
+ * nothing and leaves the key to a retry.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import postgres from 'postgres';
+import { REAL_SERVER_URL, TEST_PREPARE } from '../support/database.ts';
+import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+let alice: Account;
+let admin: Account;
+
+before(async () => {
+  t = await startTestServer();
+  alice = await t.user('customer');
+  admin = await t.user('admin');
+});
+after(async () => {
+  await t.close();
+});
+
+const post = (who: Account, path: string, key: string, body: unknown, accept?: string) =>
+  t.fetch(path, {
+    method: 'POST',
+    headers: {
+      ...bearer(who.token),
+      'content-type': 'application/json',
+      'idempotency-key': key,
+      ...(accept === undefined ? {} : { accept }),
+    },
+    body: JSON.stringify(body),
+  });
+
+interface Stored {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+const stored = async (who: Account, key: string): Promise<Stored | undefined> =>
+  (
+    await t.server.db.sql<Stored[]>`
+      SELECT status, headers, body FROM idempotency_keys WHERE user_id = ${who.id} AND key = ${key}`
+  )[0];
+
+describe('a keyed POST /orders in one statement', () => {
+  for (const [path, accept, type] of [
+    ['/v1/orders', undefined, 'application/json'],
+    ['/v2/orders', undefined, 'application/json'],
+    ['/v2/orders', 'application/vnd.orders.v2+json', 'application/vnd.orders.v2+json'],
+  ] as const) {
+    it(`answers as a GET of the order would, and stores exactly that: ${path} ${type}`, async () => {
+      const key = `same-${path}-${type}`;
+      const body = {
+        items: [
+          { productId: 1, qty: 2 },
+          { productId: 2, qty: 1 },
+        ],
+      };
+      const created = await post(alice, path, key, body, accept);
+      assert.equal(created.status, 201);
+      const text = await created.text();
+      const id = Number(JSON.parse(text).id);
+      assert.equal(created.headers.get('location'), `${path}/${id}`);
+      assert.equal(created.headers.get('content-type'), type);
+      assert.equal(created.headers.get('cache-control'), 'no-store');
+      const got = await t.fetch(`${path}/${id}`, {
+        headers: { ...bearer(alice.token), ...(accept === undefined ? {} : { accept }) },
+      });
+      assert.equal(await got.text(), text, 'the bytes of a GET');
+      assert.equal(got.headers.get('etag'), created.headers.get('etag'), 'the tag of a GET');
+      const row = await stored(alice, key);
+      assert.deepEqual(row && { ...row, body: row.body.toString('utf8') }, {
+        status: 201,
+        headers: {
+          'content-type': type,
+          location: `${path}/${id}`,
+          etag: created.headers.get('etag'),
+        },
+        body: text,
+      });
+      const replayed = await post(alice, path, key, body, accept);
+      assert.equal(replayed.status, 201);
+      assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+      assert.equal(await replayed.text(), text);
+      for (const name of ['content-type', 'location', 'etag'])
+        assert.equal(replayed.headers.get(name), created.headers.get(name), name);
+    });
+  }
+
+  it('answers a key used with another body 422, and writes nothing', async () => {
+    const first = await post(admin, '/v1/orders', 'other-body', {
+      customerId: alice.id,
+      items: [{ productId: 1, qty: 1 }],
+    });
+    assert.equal(first.status, 201);
+    const orders = async () => (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders`)[0]?.n;
+    const before = await orders();
+    const other = await post(admin, '/v1/orders', 'other-body', {
+      customerId: alice.id,
+      items: [{ productId: 1, qty: 9 }],
+    });
+    assert.equal(other.status, 422);
+    assert.equal((await other.json()).type, '/problems/idempotency-key-mismatch');
+    assert.equal(await orders(), before);
+  });
+
+  it('leaves a body the rules refuse to the ordinary path: the same refusal, stored and replayed', async () => {
+    for (const [key, body, status] of [
+      ['no-customer', { items: [{ productId: 1, qty: 1 }] }, 422],
+      [
+        'duplicate',
+        {
+          customerId: alice.id,
+          items: [
+            { productId: 1, qty: 1 },
+            { productId: 1, qty: 2 },
+          ],
+        },
+        422,
+      ],
+      ['unknown-product', { customerId: alice.id, items: [{ productId: 987654, qty: 1 }] }, 422],
+    ] as const) {
+      const refused = await post(admin, '/v1/orders', key, body);
+      assert.equal(refused.status, status, key);
+      const text = await refused.text();
+      const again = await post(admin, '/v1/orders', key, body);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true', key);
+      assert.equal(await again.text(), text, key);
+    }
+  });
+});
+
+describe('a keyed POST /orders whose key another request holds', {
+  skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server (a lock held from another connection)' : false,
+}, () => {
+  it('is 409 idempotency-key-in-use while the lock is held, and creates the order once it is free', async () => {
+    const key = 'held-elsewhere';
+    const holder = postgres(t.database.url, { max: 1, onnotice: () => {}, prepare: TEST_PREPARE });
+    try {
+      const reserved = await holder.reserve();
+      await reserved`BEGIN`;
+      await reserved`SELECT pg_advisory_xact_lock(hashtextextended(${`${alice.id}:${key}`}, 0))`;
+      const busy = await post(alice, '/v1/orders', key, { items: [{ productId: 1, qty: 1 }] });
+      assert.equal(busy.status, 409);
+      assert.equal(busy.headers.get('retry-after'), '1');
+      assert.equal((await busy.json()).type, '/problems/idempotency-key-in-use');
+      assert.equal(await stored(alice, key), undefined);
+      await reserved`COMMIT`;
+      reserved.release();
+      const created = await post(alice, '/v1/orders', key, { items: [{ productId: 1, qty: 1 }] });
+      assert.equal(created.status, 201);
+    } finally {
+      await holder.end();
+    }
+  });
+});
