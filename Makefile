@@ -113,8 +113,12 @@ $(BENCH_PACKAGES): bench/package.json bench/package-lock.json
 	npm ci --no-audit --no-fund --prefix bench
 	@touch $@
 
+# On a real server, a second run follows with the database across a network: every process reaches it through
+# bench/latency-proxy.mjs, BENCH_LATENCY_MS (1) each way, for scenarios 1, 2 and 4 against the peers.
 bench: dist/orders.mjs $(BENCH_PACKAGES)
-	node --import tsx bench/run.ts
+	env -u BENCH_LATENCY_MS node --import tsx bench/run.ts
+	@if [ -n "$$DATABASE_URL" ]; then \
+	  BENCH_LATENCY_MS=$${BENCH_LATENCY_MS:-1} BENCH_SCENARIOS=2,4 node --import tsx bench/run.ts; fi
 
 # Two builds of the server against each other (BENCH_AB=a.mjs,b.mjs; bench/ab.ts): a change's
 # CPU per request before and after, from the same run.

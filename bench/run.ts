@@ -32,11 +32,16 @@
  * default, 10, for the server and the peers), and BENCH_SCENARIOS (e.g.
  * `2,4`: only those of scenarios 2–7; the ceiling and scenario 1 always run),
  * BENCH_SEED_ONLY=1 to seed and stop (for bench/explain.ts), BENCH_PROFILE=1
- * to write the server's CPU profile (`--cpu-prof`) to bench/results/profile/.
+ * to write the server's CPU profile (`--cpu-prof`) to bench/results/profile/,
+ * BENCH_LATENCY_MS to reach the database through bench/latency-proxy.mjs
+ * (that delay each way; results in latest-network.json, with each paired
+ * route's round trips to the database per request).
  * The server is the built program, dist/orders.mjs (`make bench` builds it).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import postgres from 'postgres';
 import { checkBodies, type BodyCheck } from './body-checks.ts';
 import { customerHeaders, JSON_TYPE, ORDER_BODY, prepare, serviceLoads, type Prepared } from './prepare.ts';
 import {
@@ -55,6 +60,7 @@ import {
   comparisonTable,
   goals,
   goalTable,
+  median,
   medianRow,
   ratioOfRounds,
   round3,
@@ -80,6 +86,17 @@ const databaseUrl = process.env.DATABASE_URL;
 const ONLY = process.env.BENCH_SCENARIOS?.split(',').map((n) => n.trim());
 const wanted = (scenario: string) => ONLY === undefined || ONLY.includes(scenario);
 const dataDir = `${ROOT}data-bench`;
+/**
+ * BENCH_LATENCY_MS: the database across a network (issue 35): every process of the bench reaches PostgreSQL
+ * through bench/latency-proxy.mjs, which holds each chunk that long each way.
+ */
+const LATENCY_MS = process.env.BENCH_LATENCY_MS === undefined ? undefined : Number(process.env.BENCH_LATENCY_MS);
+/** Where the results go: the loopback run's, and the run across a link's. */
+const RESULT_FILE = LATENCY_MS === undefined ? 'latest.json' : 'latest-network.json';
+/** With BENCH_LATENCY_MS: how many requests, one after another, each row's round trips are counted over. */
+const ROUND_TRIP_REQUESTS = 100;
+/** Asked before those, not counted: more than a pool's connections (DB_POOL_MAX, 10 by default). */
+const ROUND_TRIP_WARMUP = 40;
 /** The service's connections name themselves so (src/db/connection.ts); the peers `bench-peer-<id>`. */
 const SERVICE_APPLICATION = 'orders';
 
@@ -122,13 +139,13 @@ async function inRounds(load: Load, contenders: Contender[], rounds: number): Pr
   return results;
 }
 
-async function startPeers(): Promise<Peer[]> {
+async function startPeers(peerDatabaseUrl: string): Promise<Peer[]> {
   const peers: Peer[] = [];
   // One after the other: the first creates the peer_* tables both use.
   for (const p of PEERS) {
     const { child, match } = await startProcess(
       [p.script],
-      { PORT: '0', DATABASE_URL: databaseUrl },
+      { PORT: '0', DATABASE_URL: peerDatabaseUrl },
       /listening on (http:\/\/\S+) \(driver: (.*)\)\n/,
       'stdout',
     );
@@ -279,6 +296,7 @@ async function main(): Promise<void> {
   const tool = loadTool();
   const load = loader(tool, { connections: CONNECTIONS, warmupSeconds: WARMUP, durationSeconds: SECONDS }, databaseUrl);
   mkdirSync(RESULTS, { recursive: true });
+  const link = LATENCY_MS === undefined ? undefined : await startLink(databaseUrl, LATENCY_MS);
   // Every feature on (contract §14 targets): auth, ETag, rate limiting with a
   // limit no scenario reaches, and one JSON log line per request to a file.
   const { child: server, match } = await startProcess(
@@ -289,6 +307,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: 'info',
       WORKERS: String(WORKERS),
       ...(databaseUrl ? {} : { DATA_DIR: dataDir }),
+      ...(link === undefined ? {} : { DATABASE_URL: link.url }),
     },
     /listening on (http:\/\/\S+)/,
     'stderr',
@@ -335,7 +354,7 @@ async function main(): Promise<void> {
         'the embedded database serves one process, so the peers run only on a real server: set DATABASE_URL';
       process.stderr.write(`bench: peers skipped: ${peersSkipped}\n`);
     } else {
-      peers = await startPeers();
+      peers = await startPeers(link?.url ?? databaseUrl);
       for (const p of peers) process.stderr.write(`bench: peer ${p.label} on ${p.url} (driver: ${p.driver})\n`);
     }
     const bodyChecks: BodyCheck[] = await checkBodies({
@@ -352,9 +371,11 @@ async function main(): Promise<void> {
     const rounds = peers.length === 0 ? 1 : ROUNDS;
     const comparisons: Comparison[] = [];
     let ratio304: { ratio: number; ratios: number[] } | undefined;
+    const paired: Contender[] = [];
     for (const g of pairs(service, prepared, etag).filter((g) => g.scenario === '1' || wanted(g.scenario))) {
       const peerContenders = peers.map((p) => ({ row: `${p.label}: ${g.route}`, target: p, scenario: g.peer }));
       const contenders = [g.own, ...peerContenders, ...(g.also ? [g.also] : [])];
+      paired.push(...contenders);
       const measured = await inRounds(load, contenders, rounds);
       const rows = contenders.map((c, i) => [c.row, medianRow(measured[i] as LoadResult[])] as [string, Row]);
       for (const [name, row] of rows) results[name] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
@@ -380,6 +401,8 @@ async function main(): Promise<void> {
     const compression = wanted('6') ? await codings(load, service, auth, rounds, results, ceilingRps) : undefined;
     const rssWithExtras = peakRss(service.pid);
     const targets = goals(comparisons, ratio304?.ratio, rss);
+    const network = link === undefined ? undefined : { ...link.measured, roundTrips: await roundTrips(link, paired) };
+    if (network !== undefined) printNetwork(network);
 
     const report = {
       when: new Date().toISOString(),
@@ -405,17 +428,116 @@ async function main(): Promise<void> {
         : peers.map((p) => ({ id: p.id, label: p.label, driver: p.driver })),
       comparisons,
       ratio304ToScenario1: ratio304,
+      network,
       compression,
       targets,
       bodyChecks,
       scenarios: results,
     };
-    writeFileSync(`${RESULTS}/latest.json`, `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(`${RESULTS}/${RESULT_FILE}`, `${JSON.stringify(report, null, 2)}\n`);
     printReport(report.database, tool, results, comparisons, targets, bodyChecks, [rss, rssWithExtras], peersSkipped);
   } finally {
     for (const p of peers) await stopProcess(p.child);
     await stopProcess(server);
+    if (link !== undefined) await stopProcess(link.child);
   }
+}
+
+/** The latency proxy in front of the database, and its added round trip as measured through it. */
+interface Link {
+  child: ChildProcess;
+  url: string;
+  stats(): Promise<{ toServer: number; toClient: number }>;
+  measured: { delayMsEachWay: number; roundTripMs: { direct: number; throughLink: number } };
+}
+
+/** Starts bench/latency-proxy.mjs in front of `databaseUrl`'s server, and measures what it adds to a round trip. */
+async function startLink(databaseUrl: string | undefined, delayMs: number): Promise<Link> {
+  if (databaseUrl === undefined) throw new Error('bench: BENCH_LATENCY_MS needs a real server (DATABASE_URL)');
+  const target = new URL(databaseUrl);
+  const { child, match } = await startProcess(
+    ['bench/latency-proxy.mjs', target.hostname, target.port || '5432', String(delayMs)],
+    {},
+    /^(\d+)\n/,
+    'stdout',
+  );
+  const url = Object.assign(new URL(databaseUrl), { hostname: '127.0.0.1', port: match[1] as string }).toString();
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const stats = async () => {
+    child.kill('SIGUSR2');
+    return JSON.parse((await lines.next()).value as string) as { toServer: number; toClient: number };
+  };
+  const roundTripMs = { direct: await selectOneMs(databaseUrl), throughLink: await selectOneMs(url) };
+  process.stderr.write(
+    `bench: the database through a link of ${delayMs} ms each way: a round trip ${roundTripMs.throughLink} ms ` +
+      `(${roundTripMs.direct} ms direct)\n`,
+  );
+  return { child, url, stats, measured: { delayMsEachWay: delayMs, roundTripMs } };
+}
+
+/** The median time of `SELECT 1` on `url`, one after another, in ms. */
+async function selectOneMs(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`SELECT 1`;
+    const times: number[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      const start = performance.now();
+      await sql`SELECT 1`;
+      times.push(performance.now() - start);
+    }
+    return round3(median(times));
+  } finally {
+    await sql.end();
+  }
+}
+
+/**
+ * Each contender's round trips to the database per request: its route asked `ROUND_TRIP_REQUESTS` times, one
+ * after another, and the bursts the link forwarded each way meanwhile (background work, such as the webhook
+ * worker's polls, counts too: a few hundredths).
+ */
+async function roundTrips(link: Link, contenders: Contender[]) {
+  const counted: Record<string, { toServer: number; toClient: number }> = {};
+  for (const c of contenders) {
+    const scenario = c.scenario as {
+      method: string;
+      paths: string[];
+      headers?: Record<string, string>;
+      body?: string;
+      freshIdempotencyKey?: boolean;
+    };
+    const ask = async (i: number) => {
+      const key = scenario.freshIdempotencyKey ? { 'idempotency-key': `round-trip-${Date.now()}-${i}` } : {};
+      const response = await fetch(`${c.target.url}${scenario.paths[i % scenario.paths.length]}`, {
+        method: scenario.method,
+        headers: { ...scenario.headers, ...key },
+        ...(scenario.body === undefined ? {} : { body: scenario.body }),
+      });
+      await response.arrayBuffer();
+    };
+    // Unmeasured first: one at a time, each connection of the pool prepares the statements it had not run alone.
+    for (let i = 0; i < ROUND_TRIP_WARMUP; i += 1) await ask(i);
+    const before = await link.stats();
+    for (let i = 0; i < ROUND_TRIP_REQUESTS; i += 1) await ask(ROUND_TRIP_WARMUP + i);
+    const after = await link.stats();
+    counted[c.row] = {
+      toServer: round3((after.toServer - before.toServer) / ROUND_TRIP_REQUESTS),
+      toClient: round3((after.toClient - before.toClient) / ROUND_TRIP_REQUESTS),
+    };
+  }
+  return counted;
+}
+
+function printNetwork(network: Link['measured'] & { roundTrips: Record<string, { toServer: number }> }): void {
+  const { delayMsEachWay, roundTripMs } = network;
+  process.stdout.write(
+    `\nThe database through a link of ${delayMsEachWay} ms each way (bench/latency-proxy.mjs): a round trip ` +
+      `${roundTripMs.throughLink} ms, ${roundTripMs.direct} ms direct.\n` +
+      `Round trips to the database per request (${ROUND_TRIP_REQUESTS} requests one after another):\n`,
+  );
+  for (const [row, { toServer }] of Object.entries(network.roundTrips))
+    process.stdout.write(`  ${toServer.toFixed(2).padStart(6)}  ${row}\n`);
 }
 
 function printReport(
@@ -451,7 +573,7 @@ function printReport(
   console.log(
     `server peak RSS: ${rss} MB over scenarios 1-5, ${rssWithExtras} MB after 6 and 7\n` +
       'request log: bench/results/server.log ' +
-      `(${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/latest.json`,
+      `(${Math.round(statSync(SERVER_LOG).size / 1e6)} MB)\nwritten: bench/results/${RESULT_FILE}`,
   );
 }
 
