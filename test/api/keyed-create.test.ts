@@ -161,3 +161,38 @@ describe('a keyed POST /orders whose key another request holds', {
     }
   });
 });
+
+describe('a keyed POST /orders whose one statement outlives the deadline', {
+  skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server (a lock held from another connection)' : false,
+}, () => {
+  it('is 503 outcome-unknown, commits nothing, and a retry with the key creates the order once', async () => {
+    const key = 'past-the-deadline';
+    const body = { items: [{ productId: 1, qty: 1 }] };
+    const count = async () =>
+      (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${alice.id}`)[0]
+        ?.n;
+    const before = await count();
+    const holder = postgres(t.database.url, { max: 1, onnotice: () => {}, prepare: TEST_PREPARE });
+    try {
+      const reserved = await holder.reserve();
+      await reserved`BEGIN`;
+      // The statement's INSERT into orders waits behind this lock past the request's 5 s.
+      await reserved`LOCK TABLE orders IN SHARE MODE`;
+      const late = await post(alice, '/v1/orders', key, body);
+      assert.equal(late.status, 503);
+      assert.equal(late.headers.get('retry-after'), '1');
+      assert.equal((await late.json()).type, '/problems/outcome-unknown');
+      await reserved`COMMIT`;
+      reserved.release();
+    } finally {
+      await holder.end();
+    }
+    // The statement was cancelled: nothing of it committed, the key holds nothing.
+    assert.equal(await count(), before);
+    assert.equal(await stored(alice, key), undefined);
+    const retried = await post(alice, '/v1/orders', key, body);
+    assert.equal(retried.status, 201);
+    assert.equal(retried.headers.get('idempotent-replayed'), null);
+    assert.equal(await count(), (before as number) + 1);
+  });
+});
