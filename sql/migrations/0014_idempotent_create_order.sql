@@ -10,8 +10,10 @@
 -- answer's JSON (GetOrderJson or GetOrderJsonV2) and stores the answer: 201,
 -- its Content-Type, Location and ETag, and those bytes (StoreIdempotencyKey).
 -- Each step is the statement of sql/queries/ it names, written out again here:
--- test/api/keyed-create.test.ts checks that its answer, what it stores and
--- what it writes are those of the six statements.
+-- test/api/keyed-create.test.ts checks that its answer and what it stores
+-- are a GET's, and that the order, its items, its event and its deliveries
+-- are those the ordinary path writes. A change to one of those statements
+-- needs a migration that replaces this function.
 --
 -- Its one row says what happened:
 --   - a key already used (a stored result, or the lock held by a request
@@ -39,19 +41,19 @@ CREATE FUNCTION idempotent_create_order(
   p_tag_suffix text
 )
 RETURNS TABLE (locked boolean, fingerprint text, status integer, headers jsonb, body bytea,
-               order_id bigint, order_revision integer, order_body text)
+               order_id bigint, order_revision bigint, order_body text)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
   claim record;
   new_id bigint;
-  new_revision integer;
+  new_revision bigint;
   new_body text;
 BEGIN
   SELECT * INTO claim FROM idempotency_claim(p_user_id, p_key);
   IF claim.fingerprint IS NOT NULL OR NOT claim.locked THEN
     RETURN QUERY SELECT claim.locked, claim.fingerprint, claim.status, claim.headers, claim.body,
-                        NULL::bigint, NULL::integer, NULL::text;
+                        NULL::bigint, NULL::bigint, NULL::text;
     RETURN;
   END IF;
 
@@ -84,7 +86,7 @@ BEGIN
   SELECT (SELECT id FROM new_order) INTO new_id;
   IF new_id IS NULL THEN
     RETURN QUERY SELECT true, NULL::text, NULL::integer, NULL::jsonb, NULL::bytea,
-                        NULL::bigint, NULL::integer, NULL::text;
+                        NULL::bigint, NULL::bigint, NULL::text;
     RETURN;
   END IF;
 
@@ -156,4 +158,4 @@ BEGIN
 END;
 $$;
 
-COMMENT ON FUNCTION idempotent_create_order(bigint, text, text, bigint, boolean, bigint[], integer[], integer, text, text, text) IS 'A keyed POST /orders in one statement: claims the key, creates the order and its items, records order.created and stores the 201 answer, or says why not (a key already used; a refusal, which the service then decides and stores the ordinary way). SPEC §7; src/orders/store.ts.';
+COMMENT ON FUNCTION idempotent_create_order(bigint, text, text, bigint, boolean, bigint[], integer[], integer, text, text, text) IS 'A keyed POST /orders in one statement: claims the key, creates the order and its items, records order.created and stores the 201 answer, or says why not (a key already used; a refusal, which the service then decides and stores the ordinary way). SPEC §7; src/orders/keyed-create.ts.';

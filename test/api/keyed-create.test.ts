@@ -94,6 +94,58 @@ describe('a keyed POST /orders in one statement', () => {
     });
   }
 
+  it('writes the order, its items, its event and its deliveries as the ordinary path does', async () => {
+    const [endpoint] = await t.server.db.sql<{ id: number }[]>`
+      INSERT INTO webhook_endpoints (url, events, secret)
+      VALUES ('http://127.0.0.1:9/both-paths', '{order.created}', 'whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=')
+      RETURNING id`;
+    try {
+      const body = {
+        customerId: alice.id,
+        items: [
+          { productId: 3, qty: 1 },
+          { productId: 1, qty: 2 },
+        ],
+      };
+      const keyed = await post(admin, '/v2/orders', 'both-paths', body);
+      const plain = await t.fetch('/v2/orders', {
+        method: 'POST',
+        headers: { ...bearer(admin.token), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      assert.deepEqual([keyed.status, plain.status], [201, 201]);
+      const written = async (response: Response) => {
+        const id = Number((await response.json()).id);
+        const [order] = await t.server.db.sql`
+          SELECT customer_id, status, currency, total::text, revision::int FROM orders WHERE id = ${id}`;
+        const items = await t.server.db.sql`
+          SELECT product_id, qty, unit_price::text FROM order_items WHERE order_id = ${id} ORDER BY id`;
+        const [event] = await t.server.db.sql<{ type: string; customer_id: number; data: string }[]>`
+          SELECT type, customer_id, data::text AS data FROM events
+          WHERE type = 'order.created' AND (data ->> 'id')::bigint = ${id}`;
+        const [deliveries] = await t.server.db.sql`
+          SELECT count(*)::int AS n FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+          WHERE e.type = 'order.created' AND (e.data ->> 'id')::bigint = ${id}
+            AND d.endpoint_id = ${endpoint?.id as number}`;
+        // The event's own ids and times differ; its shape and values must not.
+        const data = JSON.parse(event?.data as string) as { items: Record<string, unknown>[] };
+        const { id: _id, createdAt: _c, updatedAt: _u, ...rest } = data as unknown as Record<string, unknown>;
+        const eventItems = data.items.map(({ id: _i, orderId: _o, ...item }) => item);
+        return {
+          order,
+          items,
+          event: { type: event?.type, customer: event?.customer_id, ...rest, items: eventItems },
+          deliveries,
+        };
+      };
+      const [one, other] = [await written(keyed), await written(plain)];
+      assert.deepEqual(one, other);
+      assert.deepEqual([one.deliveries, one.items.length, one.event.items.length], [{ n: 1 }, 2, 2]);
+    } finally {
+      await t.server.db.sql`DELETE FROM webhook_endpoints WHERE id = ${endpoint?.id as number}`;
+    }
+  });
+
   it('answers a key used with another body 422, and writes nothing', async () => {
     const first = await post(admin, '/v1/orders', 'other-body', {
       customerId: alice.id,
