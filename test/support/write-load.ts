@@ -1,7 +1,9 @@
 /**
  * Parallel writers for the scale-out tests (contract §17: an acknowledged write
  * is committed): `loops` clients, each creating orders one after another with
- * a fresh Idempotency-Key and reading each created order back at once.
+ * a fresh Idempotency-Key (or, with `keyed: false`, none: a transaction of
+ * several statements rather than a keyed POST's one) and reading each created
+ * order back at once.
  */
 
 export interface WriteLoad {
@@ -14,7 +16,7 @@ export interface WriteLoad {
 export async function postThenGet(
   base: string,
   token: string,
-  { loops, each, label }: { loops: number; each: number; label: string },
+  { loops, each, label, keyed = true }: { loops: number; each: number; label: string; keyed?: boolean },
 ): Promise<WriteLoad> {
   const counts: Record<string, number> = {};
   const created: number[] = [];
@@ -26,7 +28,11 @@ export async function postThenGet(
     for (let i = 0; i < each; i++) {
       const posted = await fetch(`${base}/v1/orders`, {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `${label}-${n}-${i}` },
+        headers: {
+          ...headers,
+          'content-type': 'application/json',
+          ...(keyed ? { 'idempotency-key': `${label}-${n}-${i}` } : {}),
+        },
         body: JSON.stringify({ items: [{ productId: 1, qty: 1 }] }),
       });
       await posted.arrayBuffer();
