@@ -214,6 +214,41 @@ describe('a keyed POST /orders whose key another request holds', {
   });
 });
 
+describe('concurrent keyed POST /orders with one key', {
+  skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server (concurrent transactions)' : false,
+}, () => {
+  it('make exactly one order: 201s with one body (the first, then replays), the others 409 in use', async () => {
+    const key = 'twenty-at-once';
+    const body = { items: [{ productId: 2, qty: 3 }] };
+    const count = async () =>
+      (await t.server.db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM orders WHERE customer_id = ${alice.id}`)[0]
+        ?.n as number;
+    const before = await count();
+    const responses = await Promise.all(Array.from({ length: 20 }, () => post(alice, '/v1/orders', key, body)));
+    const results = await Promise.all(
+      responses.map(async (r) => ({
+        status: r.status,
+        text: await r.text(),
+        retryAfter: r.headers.get('retry-after'),
+      })),
+    );
+    const created = results.filter((r) => r.status === 201);
+    const inUse = results.filter((r) => r.status === 409);
+    assert.equal(
+      created.length + inUse.length,
+      20,
+      JSON.stringify(results.filter((r) => r.status !== 201 && r.status !== 409)),
+    );
+    assert.ok(created.length >= 1);
+    assert.equal(new Set(created.map((r) => r.text)).size, 1, 'every 201 carries the same body');
+    for (const r of inUse) {
+      assert.equal(JSON.parse(r.text).type, '/problems/idempotency-key-in-use');
+      assert.equal(r.retryAfter, '1');
+    }
+    assert.equal(await count(), before + 1);
+  });
+});
+
 describe('a keyed POST /orders whose one statement outlives the deadline', {
   skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server (a lock held from another connection)' : false,
 }, () => {
