@@ -371,6 +371,10 @@ async function main(): Promise<void> {
     const rounds = peers.length === 0 ? 1 : ROUNDS;
     const comparisons: Comparison[] = [];
     let ratio304: { ratio: number; ratios: number[] } | undefined;
+    /** §14: the 304 against each peer's GET, from the same rounds, and its Node CPU against the 200's. */
+    const the304: { peers: { peer: string; ratio: number }[]; cpu?: { of304: number; of200: number } } = {
+      peers: [],
+    };
     const paired: Contender[] = [];
     for (const g of pairs(service, prepared, etag).filter((g) => g.scenario === '1' || wanted(g.scenario))) {
       const peerContenders = peers.map((p) => ({ row: `${p.label}: ${g.route}`, target: p, scenario: g.peer }));
@@ -380,7 +384,14 @@ async function main(): Promise<void> {
       const rows = contenders.map((c, i) => [c.row, medianRow(measured[i] as LoadResult[])] as [string, Row]);
       for (const [name, row] of rows) results[name] = { ...row, ratioToCeiling: round3(row.rps / ceilingRps) };
       for (const [i, p] of peers.entries()) comparisons.push(compare(g.scenario, p.label, rows[0]!, rows[i + 1]!));
-      if (g.also) ratio304 = ratioOfRounds(measured.at(-1) as LoadResult[], measured[0] as LoadResult[]);
+      if (g.also) {
+        const of304 = measured.at(-1) as LoadResult[];
+        ratio304 = ratioOfRounds(of304, measured[0] as LoadResult[]);
+        for (const [i, p] of peers.entries())
+          the304.peers.push({ peer: p.label, ratio: ratioOfRounds(of304, measured[i + 1] as LoadResult[]).ratio });
+        const [cpu304, cpu200] = [rows.at(-1)?.[1].cpuMsPerRequest, rows[0]?.[1].cpuMsPerRequest];
+        if (typeof cpu304 === 'number' && typeof cpu200 === 'number') the304.cpu = { of304: cpu304, of200: cpu200 };
+      }
     }
     if (wanted('5')) {
       const name = `5. GET /v1/orders?customerId=${prepared.busiest}&minTotal=100&sort=-total,id&page=3`;
@@ -400,7 +411,7 @@ async function main(): Promise<void> {
     // What coding costs (contract §16): one page of 100 orders as identity, gzip and br, in alternating rounds.
     const compression = wanted('6') ? await codings(load, service, auth, rounds, results, ceilingRps) : undefined;
     const rssWithExtras = peakRss(service.pid);
-    const targets = goals(comparisons, ratio304?.ratio, rss);
+    const targets = goals(comparisons, the304, rss);
     const network = link === undefined ? undefined : { ...link.measured, roundTrips: await roundTrips(link, paired) };
     if (network !== undefined) printNetwork(network);
 
@@ -428,6 +439,7 @@ async function main(): Promise<void> {
         : peers.map((p) => ({ id: p.id, label: p.label, driver: p.driver })),
       comparisons,
       ratio304ToScenario1: ratio304,
+      ratios304ToPeersGet: the304.peers,
       network,
       compression,
       targets,
