@@ -19,7 +19,7 @@ import { jsonTextResponse } from '../http/json.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import type { OneStatement, RequestContext } from '../pipeline/context.ts';
 import type { ClaimRow, IdempotentRequest } from '../pipeline/idempotency.ts';
-import { orderTagSuffix } from './etag.ts';
+import { orderTag, orderTagSuffix } from './etag.ts';
 import { orderToCreate } from './handlers.ts';
 import type { Item } from './rules.ts';
 
@@ -50,7 +50,8 @@ export async function createKeyed(ctx: RequestContext, request: IdempotentReques
   });
   if (row.order_id !== null) {
     const id = row.order_id;
-    const etag = `"o${id}r${row.order_revision}${orderTagSuffix(version, contentType)}`;
+    // The tag the statement stored, made as every order's is.
+    const etag = orderTag(id, Number(row.order_revision), version, contentType);
     const body = row.order_body as string;
     return { respond: async () => jsonTextResponse(body, 201, { location: `${location}${id}`, etag }) };
   }
