@@ -13,7 +13,8 @@
  * for (`unnest(…) WITH ORDINALITY`). Each member passes its own parameters,
  * so whatever limits what a request may see (its owner) is applied to its
  * own row in the shared statement. A batch of one runs `single`, exactly as
- * a read did before batching.
+ * a read did before batching. Its arrays have at least `LEAST_WIDTH` places, NULL
+ * past the members, so that PostgreSQL keeps one plan for the statement.
  *
  * Each member keeps what is its own: its scope tracks its place in the
  * batch, so a request that gives up (contract §17) leaves the batch and
@@ -37,6 +38,16 @@ export interface BatchedRead {
 
 /** The most members one batch takes: the next one starts another batch. */
 export const MAX_BATCH = 64;
+
+/**
+ * The fewest places a batch statement's arrays have: a smaller batch is padded with NULL keys, which find no
+ * row. PostgreSQL plans a prepared statement again at each run while its custom plans look cheaper than its
+ * generic one, and a custom plan knows the arrays' length where the generic plan takes 10 elements: unpadded,
+ * every batch of 2 to 9 was planned anew (measured: 2.4 times the PostgreSQL CPU per GET in batches of 8).
+ * From 16 places, each custom plan costs more than the generic one, which the statement keeps after its first
+ * five runs (test/db/batch.test.ts reads `pg_prepared_statements`).
+ */
+export const LEAST_WIDTH = 16;
 
 type Row = Record<string, unknown>;
 
@@ -77,7 +88,7 @@ export type Gatherer = ((
  * The gatherer of one pool: `gather(read, params, scope)` gives the row `read` finds for `params`, or
  * `undefined`, asked together with the reads of the same pair this turn.
  */
-export function batches(run: BatchRunner, max = MAX_BATCH): Gatherer {
+export function batches(run: BatchRunner, max = MAX_BATCH, least = LEAST_WIDTH): Gatherer {
   const open = new Map<string, Batch>();
   /** Members gathered in batches not yet sent, still wanting their row. */
   let gathered = 0;
@@ -106,7 +117,7 @@ export function batches(run: BatchRunner, max = MAX_BATCH): Gatherer {
     gathered -= members.length;
     if (members.length === 0) return;
     if (members.length === 1) return alone(read, members[0] as Member);
-    run.batch(read.batch, columns(members), batch.scope).then(
+    run.batch(read.batch, columns(members, least), batch.scope).then(
       (rows) => {
         for (const row of rows) {
           const member = members[Number(row.n) - 1];
@@ -164,12 +175,16 @@ export function batches(run: BatchRunner, max = MAX_BATCH): Gatherer {
   return Object.defineProperty(gather, 'gathered', { get: () => gathered }) as Gatherer;
 }
 
-/** The batch statement's parameters: per column, an array literal of every member's value, in order. */
-function columns(members: readonly Member[]): string[] {
+/**
+ * The batch statement's parameters: per column, an array literal of every member's value, in order, then NULL
+ * up to `least` places (LEAST_WIDTH).
+ */
+function columns(members: readonly Member[], least: number): string[] {
   const width = members[0]?.params.length ?? 0;
+  const padding = ',NULL'.repeat(Math.max(0, least - members.length));
   const out: string[] = [];
   for (let i = 0; i < width; i += 1) {
-    out.push(`{${members.map((m) => literal(m.params[i])).join(',')}}`);
+    out.push(`{${members.map((m) => literal(m.params[i])).join(',')}${padding}}`);
   }
   return out;
 }

@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { batches, MAX_BATCH, type BatchParam, type BatchRunner } from '../../src/db/batch.ts';
+import { batches, LEAST_WIDTH, MAX_BATCH, type BatchParam, type BatchRunner } from '../../src/db/batch.ts';
 import type { BatchedRead, Db } from '../../src/db/database.ts';
 import { QUERIES_DIR } from '../../src/db/database.ts';
 import { RequestScope } from '../../src/db/scope.ts';
 import { loadStatements } from '../../src/db/statements.ts';
 import { essentialSql } from '../../src/orders/format.ts';
-import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
 import { startProxy, type TcpProxy } from '../support/proxy.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 import { until } from '../support/tools.ts';
@@ -75,15 +75,27 @@ const outcome = (p: Promise<Row | undefined>) =>
 describe('gathering the reads of one turn (fake runner)', () => {
   it('sends the reads asked in one turn as one statement, and hands each member its own row', async () => {
     const fake = fakeRunner();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const results = await Promise.all([2, 3, 4, 4].map((id, i) => gather(READ, [id, i === 1 ? null : 7], undefined)));
     assert.deepEqual(fake.calls, ['Many({2,3,4,4};{7,NULL,7,7})']);
     assert.deepEqual(results, [{ n: '1', id: 2 }, undefined, { n: '3', id: 4 }, { n: '4', id: 4 }]);
   });
 
-  it('runs a batch of one with the single statement, and reads of the next turn in a batch of their own', async () => {
+  it(`pads the arrays of a batch under ${LEAST_WIDTH} members with NULL keys, which find no row`, async () => {
     const fake = fakeRunner();
     const gather = batches(fake.runner);
+    const rows = await Promise.all([gather(READ, [2, 7], undefined), gather(READ, [4, null], undefined)]);
+    assert.deepEqual(rows, [
+      { n: '1', id: 2 },
+      { n: '2', id: 4 },
+    ]);
+    const nulls = ',NULL'.repeat(LEAST_WIDTH - 2);
+    assert.deepEqual(fake.calls, [`Many({2,4${nulls}};{7,NULL${nulls}})`]);
+  });
+
+  it('runs a batch of one with the single statement, and reads of the next turn in a batch of their own', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     assert.deepEqual(await gather(READ, [2, null], undefined), { id: 2 });
     assert.deepEqual(await Promise.all([gather(READ, [6, 1], undefined), gather(READ, [8, 1], undefined)]), [
       { n: '1', id: 6 },
@@ -94,7 +106,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
 
   it(`takes at most ${MAX_BATCH} members: the next one starts another batch`, async () => {
     const fake = fakeRunner();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const ids = Array.from({ length: MAX_BATCH + 2 }, (_, i) => 2 * i);
     const rows = await Promise.all(ids.map((id) => gather(READ, [id], undefined)));
     assert.deepEqual(
@@ -111,7 +123,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
   it('lets a member that gives up leave at once, the others going on', async () => {
     const fake = fakeRunner();
     fake.holdBatches();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const scopes = [new RequestScope(), new RequestScope(), new RequestScope()];
     const asked = [2, 4, 6].map((id, i) => outcome(gather(READ, [id], scopes[i])));
     await new Promise((resolve) => setImmediate(resolve));
@@ -125,7 +137,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
   it('cancels the statement once every member has left, and sends none when they left before it went', async () => {
     const fake = fakeRunner();
     fake.holdBatches();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const scopes = [new RequestScope(), new RequestScope()];
     const asked = [2, 4].map((id, i) => outcome(gather(READ, [id], scopes[i])));
     await new Promise((resolve) => setImmediate(resolve));
@@ -151,7 +163,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
   it('runs each member alone when a batch fails for another reason than the database: only its own fails', async () => {
     const invalid = Object.assign(new Error('invalid input'), { code: '22P02' });
     const fake = fakeRunner({ batch: invalid, single: (params) => (params[0] === 4 ? invalid : undefined) });
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const asked = await Promise.all([2, 4, 6].map((id) => outcome(gather(READ, [id], undefined))));
     assert.deepEqual(asked, [{ row: { id: 2 } }, { error: '22P02' }, { row: { id: 6 } }]);
     assert.deepEqual(fake.calls, ['Many({2,4,6})', 'One(2)', 'One(4)', 'One(6)']);
@@ -160,7 +172,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
   it('gives every member the failure that says the database is out of reach, running nothing more', async () => {
     const lost = Object.assign(new Error('connection lost'), { code: 'CONNECTION_CLOSED' });
     const fake = fakeRunner({ batch: lost });
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const asked = await Promise.all([2, 4].map((id) => outcome(gather(READ, [id], undefined))));
     assert.deepEqual(asked, [{ error: 'CONNECTION_CLOSED' }, { error: 'CONNECTION_CLOSED' }]);
     assert.deepEqual(fake.calls, ['Many({2,4})']);
@@ -169,7 +181,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
   it('gives every member a cancelled statement (57014), running nothing more', async () => {
     const cancelled = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
     const fake = fakeRunner({ batch: cancelled });
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const asked = await Promise.all([2, 4].map((id) => outcome(gather(READ, [id], undefined))));
     assert.deepEqual(asked, [{ error: '57014' }, { error: '57014' }]);
     assert.deepEqual(fake.calls, ['Many({2,4})']);
@@ -177,7 +189,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
 
   it('counts the members waiting for their batch to go out, each as a statement waiting', async () => {
     const fake = fakeRunner();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const scopes = [new RequestScope(), new RequestScope(), new RequestScope()];
     const asked = [2, 4, 6].map((id, i) => outcome(gather(READ, [id], scopes[i])));
     assert.equal(gather.gathered, 3);
@@ -194,7 +206,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
 
   it('refuses a missing parameter, or one too many, never sent as NULL (an admin sees every row)', async () => {
     const fake = fakeRunner();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     const first = gather(READ, [2, 7], undefined);
     await assert.rejects(gather(READ, [4, undefined as unknown as null], undefined), {
       name: 'TypeError',
@@ -214,7 +226,7 @@ describe('gathering the reads of one turn (fake runner)', () => {
 
   it('refuses a parameter that is not an integer or NULL, sending nothing', async () => {
     const fake = fakeRunner();
-    const gather = batches(fake.runner);
+    const gather = batches(fake.runner, MAX_BATCH, 0);
     for (const wrong of [1.5, Number.NaN, 2 ** 53]) {
       await assert.rejects(gather(READ, [wrong], undefined), (error: unknown) => {
         assert.ok(error instanceof TypeError);
@@ -393,6 +405,44 @@ describe('the batch statements of sql/queries', () => {
         single,
       );
     }
+  });
+});
+
+describe('a batch statement on the database', {
+  skip: TEST_PREPARE
+    ? false
+    : 'DB_PREPARE=off: every statement is unnamed, planned at each run whatever its parameters',
+}, () => {
+  let t: TestServer;
+  before(async () => {
+    // One connection: every statement below, and the read of its plans, on the same session.
+    t = await startTestServer({ DB_POOL_MAX: '1' });
+    // Enough orders, analyzed, that the planner prices each key's lookup (on a near-empty table every plan is
+    // as cheap as every other, padded or not).
+    const customer = await t.user('customer');
+    await t.server.db.sql`
+      INSERT INTO orders (customer_id, status, currency, total)
+      SELECT ${customer.id}, 'pending', 'EUR', 0 FROM generate_series(1, 2000)`;
+    await t.server.db.sql`ANALYZE orders`;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it(`keeps its generic plan after five runs, even in batches of 2 (padded to ${LEAST_WIDTH} places)`, async () => {
+    const read: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
+    for (let run = 0; run < 8; run += 1) {
+      const rows = await Promise.all(
+        [run + 1, 999_999_999].map((id) => t.server.db.handle(new RequestScope()).batched<Row>(read, [id, null])),
+      );
+      assert.equal(rows[1], undefined);
+    }
+    const text = (loadStatements(QUERIES_DIR).get(read.batch) as { text: string }).text;
+    const plans = await t.server.db.sql<{ generic: number; custom: number }[]>`
+      SELECT generic_plans::int AS generic, custom_plans::int AS custom
+      FROM pg_prepared_statements WHERE statement = ${text}`;
+    // Unpadded, a batch of 2 has a custom plan cheaper than the generic one: planned anew each time (0 and 8).
+    assert.deepEqual([...plans], [{ generic: 3, custom: 5 }]);
   });
 });
 
