@@ -334,8 +334,8 @@ describe('every kind of change changes the tag', () => {
 
   it('bumps an order once for the items a transaction writes after the order itself (migration 0015)', async () => {
     const revision = async (id: number) =>
-      ((await t.server.db.sql<{ revision: string }[]>`SELECT revision::text FROM orders WHERE id = ${id}`)[0]
-        ?.revision as string);
+      (await t.server.db.sql<{ revision: string }[]>`SELECT revision::text FROM orders WHERE id = ${id}`)[0]
+        ?.revision as string;
     // The items written with their order: no second bump, by either way of creating it.
     const plain = await newOrder();
     const keyed = await t.fetch('/v1/orders', {
@@ -347,7 +347,8 @@ describe('every kind of change changes the tag', () => {
     const keyedId = ((await keyed.json()) as { id: number }).id;
     assert.deepEqual([await revision(plain.id), await revision(keyedId)], ['1', '1']);
     // An item in a transaction of its own bumps the order.
-    await t.server.db.sql`INSERT INTO order_items (order_id, product_id, qty, unit_price) VALUES (${plain.id}, 3, 1, 19.95)`;
+    await t.server.db
+      .sql`INSERT INTO order_items (order_id, product_id, qty, unit_price) VALUES (${plain.id}, 3, 1, 19.95)`;
     assert.equal(await revision(plain.id), '2');
     // Two statements of one transaction: the first bumps, the second finds the order already written by it.
     await t.server.db.sql.unsafe(`DO $$ BEGIN
