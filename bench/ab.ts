@@ -73,7 +73,7 @@ async function main(): Promise<void> {
         args(file),
         {
           PORT: '0',
-          RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? '1000000/60',
+          RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? '1000000000/60',
           LOG_LEVEL: 'info',
           ...settingsOf(i === 0 ? 'BENCH_AB_ENV_A' : 'BENCH_AB_ENV_B'),
         },

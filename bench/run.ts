@@ -26,7 +26,7 @@
  *
  * Environment: BENCH_ORDERS (default 100000), BENCH_CONNECTIONS (32),
  * BENCH_SECONDS (10), BENCH_WARMUP_SECONDS (3), BENCH_ROUNDS (3, the least:
- * rounds of each scenario with its peers), BENCH_RATE_LIMIT (1000000/60),
+ * rounds of each scenario with its peers), BENCH_RATE_LIMIT (1000000000/60),
  * BENCH_LOAD (`wrk` or `autocannon`; default wrk when on PATH), BENCH_PEERS
  * (`fastify,hono`: which peers run), WORKERS (1), DB_POOL_MAX (the service's
  * default, 10, for the server and the peers), and BENCH_SCENARIOS (e.g.
@@ -78,7 +78,7 @@ const WARMUP = env('BENCH_WARMUP_SECONDS', 3);
 const WORKERS = env('WORKERS', 1);
 // contract §14: at least three rounds of each scenario with its peers.
 const ROUNDS = Math.max(3, env('BENCH_ROUNDS', 3));
-const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000/60';
+const RATE_LIMIT = process.env.BENCH_RATE_LIMIT ?? '1000000000/60';
 const RESULTS = `${ROOT}bench/results`;
 const SERVER_LOG = `${RESULTS}/server.log`;
 const databaseUrl = process.env.DATABASE_URL;
