@@ -17,10 +17,10 @@ node_modules/.package-lock.json: package.json package-lock.json $(wildcard patch
 	@touch $@
 
 # From the sources, through tsx (production runs the build, below), with the
-# built program's young generation of at most 8 MB a semi-space (scripts/build.mjs):
+# built program's young generation of at most 8 MB a semi-space and its old generation's growth (scripts/build.mjs):
 # a later start then holds under 200 MB on the embedded database (docs/operations.md).
 run: node_modules/.package-lock.json
-	node --max-semi-space-size=8 --import tsx src/main.ts
+	node --max-semi-space-size=8 --heap-growing-percent=50 --import tsx src/main.ts
 
 # The current Node.js LTS, which builds and is carried by dist/orders
 # (tools/node26/package-lock.json; installed into an ignored folder).

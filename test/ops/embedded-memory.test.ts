@@ -53,7 +53,14 @@ async function stop(service: ServiceProcess): Promise<void> {
 
 /** Starts the program (`command`) on `dataDir` and measures it once listening and after the requests. */
 /** What `make run` runs (the Makefile's `run` rule, checked below). */
-const MAKE_RUN = [process.execPath, '--max-semi-space-size=8', '--import', 'tsx', 'src/main.ts'];
+const MAKE_RUN = [
+  process.execPath,
+  '--max-semi-space-size=8',
+  '--heap-growing-percent=50',
+  '--import',
+  'tsx',
+  'src/main.ts',
+];
 
 async function measure(t: TestContext, label: string, dataDir: string, command?: readonly string[]) {
   const service = await startService({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, undefined, undefined, command);
