@@ -93,6 +93,21 @@ describe('gathering the reads of one turn (fake runner)', () => {
     assert.deepEqual(fake.calls, [`Many({2,4${nulls}};{7,NULL${nulls}})`]);
   });
 
+  it('sends a batch of a read with halvesFrom in two statements from that many members, each its rows', async () => {
+    const fake = fakeRunner();
+    const gather = batches(fake.runner, MAX_BATCH, 0);
+    const halved: BatchedRead = { ...READ, halvesFrom: 4 };
+    const three = await Promise.all([2, 4, 6].map((id) => gather(halved, [id], undefined)));
+    assert.deepEqual(three, [
+      { n: '1', id: 2 },
+      { n: '2', id: 4 },
+      { n: '3', id: 6 },
+    ]);
+    const five = await Promise.all([8, 9, 10, 12, 14].map((id) => gather(halved, [id], undefined)));
+    assert.deepEqual(five, [{ n: '1', id: 8 }, undefined, { n: '1', id: 10 }, { n: '2', id: 12 }, { n: '3', id: 14 }]);
+    assert.deepEqual(fake.calls, ['Many({2,4,6})', 'Many({8,9})', 'Many({10,12,14})']);
+  });
+
   it('runs a batch of one with the single statement, and reads of the next turn in a batch of their own', async () => {
     const fake = fakeRunner();
     const gather = batches(fake.runner, MAX_BATCH, 0);
@@ -324,6 +339,26 @@ describe('the order reads of one turn, on the database', () => {
       assert.equal(together[1], undefined, "another customer's order is not seen, even in a shared statement");
       assert.equal(alone.filter((row) => row !== undefined).length, 5);
     }
+  });
+
+  it('reads a batch of 16 or more of a read with halvesFrom in two statements, each member its row', async () => {
+    const halved: BatchedRead = { ...JSON_V1, halvesFrom: 16 };
+    const asks = Array.from({ length: 20 }, (_, i): [number, number | null] => [
+      ids[i % 4] as number,
+      i % 5 === 0 ? alice.id : null,
+    ]);
+    const { value: together, sent } = await sentDuring(() =>
+      Promise.all(asks.map((params) => t.server.db.handle(new RequestScope()).batched<Row>(halved, params))),
+    );
+    assert.deepEqual(sent, ['GetOrderJsonBatch', 'GetOrderJsonBatch']);
+    const alone: (Row | undefined)[] = [];
+    for (const params of asks) alone.push(await t.server.db.one<Row>(JSON_V1.single, params));
+    assert.deepEqual(
+      together.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
+      alone.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
+    );
+    // Bob's order asked for as alice (places 15: ids[3] with alice's id) is not seen.
+    assert.equal(together[15], undefined);
   });
 
   it('runs a read alone with its single statement, and a read in a transaction there', async () => {
