@@ -25,11 +25,10 @@
  * from the orders, as before migration 0007), for before/after figures.
  */
 import { openDatabase, type Param } from '../src/db/database.ts';
-import { parseListQuery, type ListQuery } from '../src/http/list-query.ts';
-import { sortOrder } from '../src/http/sort-order.ts';
-import { pageStatement, where, type PageRequest, type PageSql } from '../src/db/page.ts';
-import { ORDER_LIST, orderListSql, type OrderFilters, type OrderSortKey } from '../src/orders/order-list.ts';
+import { where } from '../src/db/page.ts';
+import { orderListSql } from '../src/orders/order-list.ts';
 import { STATUSES } from '../src/orders/rules.ts';
+import { FILTER_SETS, listQuery, orderShapes, SORTS, type Shape } from './order-shapes.ts';
 
 const counting = process.argv.includes('--counting');
 const cursors = process.argv.includes('--cursors');
@@ -45,58 +44,7 @@ const [{ id: busy }] =
     { id: number },
   ];
 const [{ id: someOrder }] = (await db.sql`SELECT max(id) / 2 AS id FROM orders`) as unknown as [{ id: number }];
-
-function compose(statement: string, fragments: Record<string, string>): string {
-  return db.statement(statement).text.replace(/\{\{([a-zA-Z]+)\}\}/g, (_, key: string) => {
-    const fragment = fragments[key];
-    if (fragment === undefined) throw new Error(`${statement} needs {{${key}}}`);
-    return fragment;
-  });
-}
-
-interface Shape {
-  label: string;
-  text: string;
-  params: Param[];
-}
-
-/** A list as src/pipeline/collection.ts runs it: by page number, or after `after` (a cursor's values). */
-function listShape(label: string, sql: PageSql, request: PageRequest, statement = sql.list): Shape {
-  const { fragments, params } = pageStatement(sql, request);
-  return { label, text: compose(statement, fragments), params };
-}
-
-type OrderQuery = ListQuery<OrderSortKey, OrderFilters>;
-/** The key parseListQuery() checks a cursor with: none is parsed here (the positions come from SQL), so any will do. */
-const QUERY_KEY = new Uint8Array(32);
-
-function orderQuery(qs: string): OrderQuery {
-  const parsed = parseListQuery(new URLSearchParams(qs), ORDER_LIST, '/orders', QUERY_KEY);
-  if (!parsed.ok) throw new Error(`${qs}: ${JSON.stringify(parsed.errors)}`);
-  return parsed.value;
-}
-
-function orderOf(query: OrderQuery) {
-  return sortOrder(query.sort).map((k) => ({ ...k, type: ORDER_LIST.keyTypes[k.key] }));
-}
-
-/** An order list as the handlers run it (`owners`: the customer's own id, or the user of the path). */
-function orderShape(label: string, qs: string, owners: number[] = [], after?: readonly string[]): Shape {
-  const query = orderQuery(qs);
-  const sql = orderListSql(query, owners);
-  const position = after === undefined ? { page: query.page ?? 1 } : { after };
-  const request = { pageSize: query.pageSize, order: orderOf(query), ...position };
-  return listShape(label, sql, request, counting ? 'ListOrders' : sql.list);
-}
-
-/** The keyset position of the `row`th row (from 1) of an order list, or `undefined` past its last. */
-async function positionAt(qs: string, owners: number[], row: number): Promise<readonly string[] | undefined> {
-  const query = orderQuery(qs);
-  const sql = orderListSql(query, owners);
-  const { text, params } = listShape('', sql, { pageSize: 1, order: orderOf(query), page: row });
-  const [found] = (await db.sql.unsafe(text, params as never[])) as unknown as { sort_key: string[] }[];
-  return found?.sort_key;
-}
+const { listShape, orderQuery, orderOf, orderShape, positionAt, counted } = orderShapes(db, counting);
 
 const showcase: Shape[] = [
   orderShape('GET /orders (admin, default order)', ''),
@@ -151,35 +99,11 @@ showcase.push(
   ),
 );
 
-// Every documented filter set, as an admin and within a customer's own
-// orders, with the default order, every sort key in both directions and a
-// few two-key sorts (scenario 5's among them).
-const FILTER_SETS = [
-  [],
-  ['status'],
-  ['customerId'],
-  ['minTotal'],
-  ['status', 'customerId'],
-  ['status', 'minTotal'],
-  ['customerId', 'minTotal'],
-  ['status', 'customerId', 'minTotal'],
-];
-const VALUES: Record<string, string> = { status: 'pending', customerId: String(busy), minTotal: '100' };
-const SORTS = [
-  '',
-  ...ORDER_LIST.sortKeys.flatMap((key) => [key, `-${key}`]),
-  '-total,id',
-  'status,-total',
-  'status,createdAt',
-  '-status,-updatedAt',
-];
 const checked: Shape[] = [];
 for (const filters of FILTER_SETS) {
   for (const owners of [[], [busy]]) {
     for (const sort of SORTS) {
-      const search = new URLSearchParams(filters.map((f): [string, string] => [f, VALUES[f] as string]));
-      if (sort !== '') search.set('sort', sort);
-      const qs = search.toString();
+      const qs = listQuery(filters, sort, busy);
       checked.push(
         orderShape(`${owners.length > 0 ? `customer ${busy}: ` : ''}?${decodeURIComponent(qs)}`, qs, owners),
       );
@@ -247,16 +171,6 @@ async function checkSequential(shape: Shape): Promise<void> {
   if (scans.length > 0)
     sequential.push(`- ${shape.label}: ${scans.map((s) => s.trim().replace(/^->\s*/, '')).join('; ')}`);
 }
-
-const counted = async (qs: string, owners: number[]) => {
-  const query = orderQuery(qs);
-  const sql = orderListSql(query, owners);
-  const [row] = (await db.sql.unsafe(
-    `SELECT count(*)::int AS n FROM orders o WHERE ${sql.where}`,
-    sql.params as never[],
-  )) as unknown as [{ n: number }];
-  return row.n;
-};
 
 if (!cursors) {
   console.log(`### ${orders.toLocaleString('en')} orders${counting ? ' (every total counted: ListOrders)' : ''}\n`);
@@ -342,9 +256,7 @@ if (!cursors) {
   for (const filters of FILTER_SETS) {
     for (const owners of [[], [busy]]) {
       for (const sort of SORTS) {
-        const search = new URLSearchParams(filters.map((f): [string, string] => [f, VALUES[f] as string]));
-        if (sort !== '') search.set('sort', sort);
-        const qs = search.toString();
+        const qs = listQuery(filters, sort, busy);
         const n = await counted(qs, owners);
         // An empty list (the bench gives each customer one status and one total) is planned after a position of
         // every order in the same sort: the plan is what is checked.

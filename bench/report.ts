@@ -34,7 +34,7 @@ export interface Goal {
   value: number;
   relation: '≥' | '≤';
   bound: number;
-  unit: '×' | 'ms' | 'MB';
+  unit: '×' | 'ms' | 'ms/req' | 'MB';
   met: boolean;
 }
 
@@ -125,7 +125,7 @@ export function goals(
   }
   for (const { peer, ratio } of the304.peers) list.push(goal(`304 (scenario 3) / ${peer}'s GET`, ratio, '≥', 1.2, '×'));
   if (the304.cpu !== undefined)
-    list.push(goal('304 Node CPU against the 200', the304.cpu.of304, '≤', the304.cpu.of200, 'ms'));
+    list.push(goal('304 Node CPU against the 200', the304.cpu.of304, '≤', the304.cpu.of200, 'ms/req'));
   list.push(goal('server peak RSS', peakRssMb, '≤', 150, 'MB'));
   return list;
 }
@@ -175,7 +175,8 @@ export function comparisonTable(comparisons: Comparison[]): string[] {
 
 /** The targets, each with its value from this run and whether it is met. */
 export function goalTable(list: Goal[]): string[] {
-  const value = (n: number, unit: Goal['unit']) => (unit === '×' ? `${n.toFixed(3)} ×` : `${n.toFixed(1)} ${unit}`);
+  const value = (n: number, unit: Goal['unit']) =>
+    unit === '×' || unit === 'ms/req' ? `${n.toFixed(3)} ${unit}` : `${n.toFixed(1)} ${unit}`;
   return table(
     ['target (contract §14)', 'this run', 'needed', 'met'],
     list.map((g) => [
