@@ -28,7 +28,7 @@ import { openDatabase, type Param } from '../src/db/database.ts';
 import { where } from '../src/db/page.ts';
 import { orderListSql } from '../src/orders/order-list.ts';
 import { STATUSES } from '../src/orders/rules.ts';
-import { FILTER_SETS, listQuery, orderShapes, SORTS, type Shape } from './order-shapes.ts';
+import { everyList, FILTER_SETS, orderShapes, SORTS, type Shape } from './order-shapes.ts';
 
 const counting = process.argv.includes('--counting');
 const cursors = process.argv.includes('--cursors');
@@ -100,16 +100,7 @@ showcase.push(
 );
 
 const checked: Shape[] = [];
-for (const filters of FILTER_SETS) {
-  for (const owners of [[], [busy]]) {
-    for (const sort of SORTS) {
-      const qs = listQuery(filters, sort, busy);
-      checked.push(
-        orderShape(`${owners.length > 0 ? `customer ${busy}: ` : ''}?${decodeURIComponent(qs)}`, qs, owners),
-      );
-    }
-  }
-}
+for (const { qs, owners, label } of everyList(busy)) checked.push(orderShape(label, qs, owners));
 // The other statuses, whose counts differ (the bench makes them equal; a real table does not).
 for (const status of STATUSES) checked.push(orderShape(`?status=${status}`, `status=${status}`));
 
@@ -253,33 +244,27 @@ if (!cursors) {
   let empty = 0;
   let shapes = 0;
   const countedSequentially: string[] = [];
-  for (const filters of FILTER_SETS) {
-    for (const owners of [[], [busy]]) {
-      for (const sort of SORTS) {
-        const qs = listQuery(filters, sort, busy);
-        const n = await counted(qs, owners);
-        // An empty list (the bench gives each customer one status and one total) is planned after a position of
-        // every order in the same sort: the plan is what is checked.
-        const after =
-          n === 0
-            ? await positionAt(sort === '' ? '' : `sort=${sort}`, [], 10_000)
-            : await positionAt(qs, owners, Math.min(10_000, Math.ceil(n / 2)));
-        if (after === undefined) throw new Error(`${qs}: no position`);
-        if (n === 0) empty += 1;
-        shapes += 1;
-        const who = owners.length > 0 ? `customer ${busy}: ` : '';
-        const shape = orderShape(`${who}?${decodeURIComponent(qs)} by cursor`, qs, owners, after);
-        const [row] = (await db.sql.unsafe(
-          `EXPLAIN (COSTS OFF, FORMAT JSON) ${shape.text}`,
-          shape.params as never[],
-        )) as unknown as { 'QUERY PLAN': [{ Plan: PlanNode }] }[];
-        const plan = row!['QUERY PLAN'][0].Plan;
-        // The page is the Limit's subtree; the rest is the total (and the items of the page's orders).
-        const page = findNode(plan, 'Limit') ?? plan;
-        if (findNode(page, 'Seq Scan') !== undefined) sequential.push(`- ${shape.label}: the page`);
-        else if (findNode(plan, 'Seq Scan') !== undefined) countedSequentially.push(shape.label);
-      }
-    }
+  for (const { qs, sort, owners, label } of everyList(busy)) {
+    const n = await counted(qs, owners);
+    // An empty list (the bench gives each customer one status and one total) is planned after a position of
+    // every order in the same sort: the plan is what is checked.
+    const after =
+      n === 0
+        ? await positionAt(sort === '' ? '' : `sort=${sort}`, [], 10_000)
+        : await positionAt(qs, owners, Math.min(10_000, Math.ceil(n / 2)));
+    if (after === undefined) throw new Error(`${qs}: no position`);
+    if (n === 0) empty += 1;
+    shapes += 1;
+    const shape = orderShape(`${label} by cursor`, qs, owners, after);
+    const [row] = (await db.sql.unsafe(
+      `EXPLAIN (COSTS OFF, FORMAT JSON) ${shape.text}`,
+      shape.params as never[],
+    )) as unknown as { 'QUERY PLAN': [{ Plan: PlanNode }] }[];
+    const plan = row!['QUERY PLAN'][0].Plan;
+    // The page is the Limit's subtree; the rest is the total (and the items of the page's orders).
+    const page = findNode(plan, 'Limit') ?? plan;
+    if (findNode(page, 'Seq Scan') !== undefined) sequential.push(`- ${shape.label}: the page`);
+    else if (findNode(plan, 'Seq Scan') !== undefined) countedSequentially.push(shape.label);
   }
   console.log(`#### Sequential scans on cursor pages\n`);
   console.log(

@@ -29,7 +29,7 @@
  */
 import type { ReservedSql } from 'postgres';
 import { openDatabase } from '../src/db/database.ts';
-import { FILTER_SETS, listQuery, orderShapes, SORTS, type Shape } from './order-shapes.ts';
+import { everyList, FILTER_SETS, orderShapes, SORTS, type Shape } from './order-shapes.ts';
 
 const db = await openDatabase({
   databaseUrl: process.env.DATABASE_URL,
@@ -51,18 +51,12 @@ const TIMEOUT_MS = 5_000;
 
 // The lists: first pages and cursor pages, their positions taken with every index.
 const shapes: Shape[] = [];
-for (const filters of FILTER_SETS) {
-  for (const owners of [[], [busy]]) {
-    for (const sort of SORTS) {
-      const qs = listQuery(filters, sort, busy);
-      const who = owners.length > 0 ? 'own ' : '';
-      shapes.push(orderShape(`${who}?${decodeURIComponent(qs)}`, qs, owners));
-      const n = await counted(qs, owners);
-      if (n < 2) continue;
-      const after = await positionAt(qs, owners, Math.min(10_000, Math.ceil(n / 2)));
-      if (after !== undefined) shapes.push(orderShape(`${who}?${decodeURIComponent(qs)} by cursor`, qs, owners, after));
-    }
-  }
+for (const { qs, owners, label } of everyList(busy)) {
+  shapes.push(orderShape(label, qs, owners));
+  const n = await counted(qs, owners);
+  if (n < 2) continue;
+  const after = await positionAt(qs, owners, Math.min(10_000, Math.ceil(n / 2)));
+  if (after !== undefined) shapes.push(orderShape(`${label} by cursor`, qs, owners, after));
 }
 
 interface Cost {

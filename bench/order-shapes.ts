@@ -47,11 +47,27 @@ export const SORTS = [
 ];
 
 /** The query string of one filter set (its values for customer `busy`) and sort. */
-export function listQuery(filters: readonly string[], sort: string, busy: number): string {
+function listQuery(filters: readonly string[], sort: string, busy: number): string {
   const values: Record<string, string> = { status: 'pending', customerId: String(busy), minTotal: '100' };
   const search = new URLSearchParams(filters.map((f): [string, string] => [f, values[f] as string]));
   if (sort !== '') search.set('sort', sort);
   return search.toString();
+}
+
+/**
+ * Every documented list: each filter set, as an admin and within customer `busy`'s own orders, each sort; its
+ * query string, sort, owners and label.
+ */
+export function* everyList(busy: number): Generator<{ qs: string; sort: string; owners: number[]; label: string }> {
+  for (const filters of FILTER_SETS) {
+    for (const owners of [[], [busy]]) {
+      for (const sort of SORTS) {
+        const qs = listQuery(filters, sort, busy);
+        const label = `${owners.length > 0 ? `customer ${busy}: ` : ''}?${decodeURIComponent(qs)}`;
+        yield { qs, sort, owners, label };
+      }
+    }
+  }
 }
 
 /** The shapes of one database: the order lists as its statements compose them. */
