@@ -218,12 +218,12 @@ if (!cursors) {
       }
       const cursor = await measure(shape);
       const query = orderQuery(qs);
-      const offset = listShape('', orderListSql(query, owners), {
-        pageSize: 20,
-        order: orderOf(query),
-        page: depth / 20,
-      });
-      const old = Number.isInteger(depth / 20) ? await measure(offset) : undefined;
+      // The same page by OFFSET, when the list's end falls on a page's (a page number is an integer).
+      const old = Number.isInteger(depth / 20)
+        ? await measure(
+            listShape('', orderListSql(query, owners), { pageSize: 20, order: orderOf(query), page: depth / 20 }),
+          )
+        : undefined;
       const cell = (m: Measure | undefined) =>
         m === undefined ? '—' : `${m.pageMs.toFixed(2)} ms, ${m.pageBuffers.toLocaleString('en')} buffers`;
       table.push(
