@@ -4,8 +4,9 @@
 -- whose statement trigger updated the new row once more (revision 1 -> 2):
 -- a second row version, its BEFORE UPDATE triggers, and about 0.05 ms of the
 -- server's CPU per POST (docs/performance.md), for a revision no other
--- transaction could ever have seen. A PATCH that writes the order and its
--- items likewise bumps once.
+-- transaction could ever have seen. A transaction that writes an order's
+-- items in several statements likewise bumps it once for them (an UPDATE of
+-- the order row itself still bumps it, orders_track_revision).
 --
 -- The rule of 0008 still holds: the revision grows by at least 1 in the
 -- transaction of every change to an order or its items. A row whose current
