@@ -10,7 +10,7 @@ TESTS := $(sort $(wildcard test/*/*.test.ts))
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test typecheck lint format clean bench bench-ab bench-hostile
+.PHONY: run build test test-stress typecheck lint format clean bench bench-ab bench-hostile
 
 node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
@@ -19,8 +19,11 @@ node_modules/.package-lock.json: package.json package-lock.json $(wildcard patch
 # From the sources, through tsx (production runs the build, below), with the
 # built program's young generation of at most 8 MB a semi-space and its old generation's growth (scripts/build.mjs):
 # a later start then holds under 200 MB on the embedded database (docs/operations.md).
+# GNU make exits 2 whenever a recipe fails: the program's own status (1: it could not start; 2: a mistake in a
+# setting or .env) is printed on the line before.
 run: node_modules/.package-lock.json
-	node --max-semi-space-size=8 --heap-growing-percent=50 --import tsx src/main.ts
+	node --max-semi-space-size=8 --heap-growing-percent=50 --import tsx src/main.ts \
+	  || { status=$$?; echo "make run: the service exited with status $$status; make itself exits 2" >&2; exit $$status; }
 
 # The current Node.js LTS, which builds and is carried by dist/orders
 # (tools/node26/package-lock.json; installed into an ignored folder).
@@ -86,7 +89,8 @@ $(OPENAPI_ZOD_CLIENT): tools/openapi-zod-client/package.json tools/openapi-zod-c
 	npm ci --no-audit --no-fund --prefix tools/openapi-zod-client
 	@touch $@
 
-lint: $(BIOME_PACKAGE)
+# check-size.mjs reads the sources with oxc-parser, from the project's own install.
+lint: node_modules/.package-lock.json $(BIOME_PACKAGE)
 	$(BIOME) ci --colors=off .
 	node scripts/check-line-length.mjs
 	node scripts/check-size.mjs
@@ -100,6 +104,11 @@ format: $(BIOME_PACKAGE)
 # for ever fails after 2 minutes instead of holding the run.
 test: lint typecheck build $(OPENAPI_TYPESCRIPT) $(PORTMAN) $(ORVAL) $(OPENAPI_ZOD_CLIENT)
 	node_modules/.bin/c8 node --import tsx --test --test-concurrency=2 --test-timeout=120000 $(REPORTERS) $(TESTS)
+
+# The suite on a busy machine: a process spinning on each core and the server of `make run` beside it
+# (scripts/test-stress.mjs); exits as make test does.
+test-stress: node_modules/.package-lock.json
+	node scripts/test-stress.mjs
 
 clean:
 	rm -rf coverage dist
@@ -122,7 +131,7 @@ bench: dist/orders.mjs $(BENCH_PACKAGES)
 
 # Two builds of the server against each other (BENCH_AB=a.mjs,b.mjs; bench/ab.ts): a change's
 # CPU per request before and after, from the same run.
-bench-ab: $(BENCH_PACKAGES)
+bench-ab: node_modules/.package-lock.json $(BENCH_PACKAGES)
 	node --import tsx bench/ab.ts
 
 # What the attacks of contract §11 cost the built program (bench/hostile.ts): each on a server of its own, its

@@ -1,6 +1,6 @@
 /**
  * `make bench-hostile`: what the attacks of contract §11 cost the built
- * server (docs/performance.md, "Hostile input"). Starts `PROGRAM` (default
+ * server (docs/record/performance.md, "Hostile input"). Starts `PROGRAM` (default
  * dist/orders.mjs) on `DATABASE_URL` (a database of its own on that server,
  * dropped after) or, unset, an in-memory embedded database, and prints, per
  * attack, the answers, the server's resident memory before and at its peak,

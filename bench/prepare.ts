@@ -4,8 +4,10 @@
  * `bench/seed.sql`'s customers and orders (only the missing ones), and
  * returns the tokens and ids the scenarios need.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createToken } from '../src/auth/token-store.ts';
+import { tokenHash, type Scope } from '../src/auth/tokens.ts';
 import { openDatabase, type Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { seed } from '../src/service/seed.ts';
@@ -137,12 +139,21 @@ export async function prepare(databaseUrl: string | undefined, dataDir: string, 
     } else if (posted > 0) await vacuum(db);
     const admin = await db.one<{ id: number }>('FindUserByEmail', ['bench-admin@example.com']);
     const customer = await db.one<{ id: number }>('FindUserByEmail', ['bench-customer-1@example.com']);
-    const token = (await createToken(db, admin!.id, ['orders:read', 'orders:write'], 3600)).token;
-    const customerToken = (await createToken(db, customer!.id, ['orders:read', 'orders:write'], 3600)).token;
+    // bench-ab may compare a build from before tagged tokens (migration 0016), which takes only untagged ones.
+    const make = process.env.BENCH_UNTAGGED_TOKENS === '1' ? untaggedToken : createToken;
+    const token = (await make(db, admin!.id, ['orders:read', 'orders:write'], 3600)).token;
+    const customerToken = (await make(db, customer!.id, ['orders:read', 'orders:write'], 3600)).token;
     const orderIds = ((await run(db, 'SampleOrderIds')) as unknown as { id: number }[]).map((r) => r.id);
     const [busiest] = (await run(db, 'BusiestCustomer')) as unknown as [{ id: number }];
     return { token, customerToken, customerId: customer!.id, orderIds, busiest: busiest!.id };
   } finally {
     await db.close();
   }
+}
+
+/** A token of the shape made before tags (`ord_` and 32 random bytes), stored as the service stores any. */
+async function untaggedToken(db: Database, userId: number, scopes: readonly Scope[], ttlSeconds: number) {
+  const token = `ord_${randomBytes(32).toString('base64url')}`;
+  await db.one('InsertToken', [userId, tokenHash(token), scopes, ttlSeconds]);
+  return { token };
 }

@@ -2,7 +2,7 @@
 -- orders with 1–5 items each, made with generate_series. Idempotent: the
 -- runner asks CountBenchOrders and adds only what is missing.
 
--- name: SeedBenchUsers :exec
+-- name: SeedBenchUsers :exec writes
 INSERT INTO users (email, name, role)
 SELECT 'bench-customer-' || g || '@example.com', 'Bench customer ' || g, 'customer'
 FROM generate_series(1, 1000) AS g
@@ -10,13 +10,13 @@ UNION ALL
 SELECT 'bench-admin@example.com', 'Bench admin', 'admin'
 ON CONFLICT ((lower(email))) DO NOTHING;
 
--- name: CountBenchOrders :one
+-- name: CountBenchOrders :one reads
 SELECT count(*)::bigint AS n
 FROM orders o
 JOIN users u ON u.id = o.customer_id
 WHERE u.email LIKE 'bench-customer-%';
 
--- name: SeedBenchOrders :exec
+-- name: SeedBenchOrders :exec writes
 -- $1 more orders for the bench customers, round-robin; statuses cycle through
 -- all five; created_at spreads back over the past (30 s apart); each order
 -- gets 1–5 distinct products of the demo catalog, priced from it.
@@ -42,7 +42,7 @@ JOIN products p ON p.sku = (ARRAY[
   'PEN-002', 'CUP-001', 'TEA-001', 'COF-001', 'COF-002', 'SOC-001', 'CAP-001', 'PST-001', 'STK-001', 'LMP-001'
 ])[1 + ((o.id * 7 + k * 3) % 20)::integer];
 
--- name: DeleteBenchPosts :one
+-- name: DeleteBenchPosts :one writes
 -- What earlier runs wrote, so that every run starts from the seeded data: the
 -- orders created through the API (scenario 4 and the body check: each has its
 -- order.created event, the seeded orders none) with their items and events,
@@ -70,33 +70,33 @@ keys AS (
 )
 SELECT count(*)::bigint AS n FROM posted;
 
--- name: DropPeerTables :exec
+-- name: DropPeerTables :exec writes
 DROP TABLE IF EXISTS peer_idempotency_keys, peer_events, peer_order_items, peer_orders;
 
--- name: PauseUpdatedAtTrigger :exec
+-- name: PauseUpdatedAtTrigger :exec writes
 -- Setting the seeded totals is not a change a client made: keep updated_at.
 ALTER TABLE orders DISABLE TRIGGER orders_set_updated_at;
 
--- name: ResumeUpdatedAtTrigger :exec
+-- name: ResumeUpdatedAtTrigger :exec writes
 ALTER TABLE orders ENABLE TRIGGER orders_set_updated_at;
 
--- name: SetBenchTotals :exec
+-- name: SetBenchTotals :exec writes
 -- The totals of the orders just made (total 0 until now).
 UPDATE orders o
 SET total = s.total
 FROM (SELECT order_id, sum(qty * unit_price) AS total FROM order_items GROUP BY order_id) s
 WHERE o.id = s.order_id AND o.total = 0;
 
--- name: VacuumBench :exec
+-- name: VacuumBench :exec writes
 -- Fresh statistics, and a visibility map so that counts use index-only scans
 -- (as autovacuum would leave a long-running database). Outside a transaction.
 VACUUM (ANALYZE) users, orders, order_items, products;
 
--- name: SampleOrderIds :many
+-- name: SampleOrderIds :many reads
 -- Random existing order ids for GET /orders/{id}.
 SELECT id FROM orders ORDER BY random() LIMIT 2000;
 
--- name: BusiestCustomer :one
+-- name: BusiestCustomer :one reads
 -- A customer with many orders of total ≥ 100, for the page=3 scenario.
 SELECT customer_id AS id
 FROM orders

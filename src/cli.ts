@@ -14,6 +14,7 @@ import { loadConfig } from './config/config.ts';
 import { ConfigError } from './config/values.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { EmbeddedDatabaseError, poolerHint } from './db/errors.ts';
+import { startupFix } from './db/hints.ts';
 import { migrate, MigrationError } from './db/migrate.ts';
 import { EnvFileError } from './config/env-file.ts';
 import { DRIVER_SETTINGS, loadEnvSettings } from './config/settings.ts';
@@ -90,7 +91,8 @@ export async function runCli(
       io.err(`orders: ${error.message}\n`);
       return 1;
     }
-    io.err(`orders: ${(error as Error).message ?? String(error)}\n`);
+    const fix = startupFix(error);
+    io.err(`orders: ${(error as Error).message ?? String(error)}${fix === undefined ? '' : `; ${fix}`}\n`);
     const hint = poolerHint(error);
     if (hint !== undefined) io.err(`orders: ${hint}\n`);
     return 1;

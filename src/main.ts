@@ -11,6 +11,7 @@ import { createLogger, errorFields, type Logger } from './base/logger.ts';
 import { type RunningServer, startServer } from './service/server.ts';
 import { MigrationError } from './db/migrate.ts';
 import { EmbeddedDatabaseError, isDatabaseUnavailable, poolerHint } from './db/errors.ts';
+import { startupFix } from './db/hints.ts';
 import { answerPrimary, createInstanceFigures, localSnapshot } from './metrics/instance.ts';
 
 async function main(): Promise<void> {
@@ -136,7 +137,10 @@ function cannotStart(error: unknown, fromFile: ReadonlyMap<string, number>, log:
     error instanceof DatabaseWaitError ||
     error instanceof ListenError;
   const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`orders: cannot start: ${message}${whereSet(message, fromFile)}\n`);
+  const fix = startupFix(error) ?? startupFix((error as { cause?: unknown } | null)?.cause);
+  process.stderr.write(
+    `orders: cannot start: ${message}${whereSet(message, fromFile)}${fix === undefined ? '' : `; ${fix}`}\n`,
+  );
   const hint = poolerHint(error);
   if (hint !== undefined) process.stderr.write(`orders: ${hint}\n`);
   if (!known) log.error('start-up failed', errorFields(error));

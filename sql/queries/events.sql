@@ -1,6 +1,6 @@
 -- The event log and webhooks (contract §15; src/events/*.ts).
 
--- name: InsertEvent :one
+-- name: InsertEvent :one writes
 -- An event, in the transaction of its change, and a pending delivery to every
 -- endpoint subscribed to its type. $1: type, $2: customer id or NULL, $3: data (JSON text).
 WITH event AS (
@@ -17,7 +17,7 @@ deliveries AS (
 )
 SELECT id, (SELECT count(*) FROM deliveries) AS deliveries FROM event;
 
--- name: FindEventPosition :one
+-- name: FindEventPosition :one reads
 -- The (xid, id) position of the event a cursor names, if it is readable yet
 -- (an id seen in a webhook may be ahead of the readable log). $2: the
 -- customer a customer is limited to, or NULL.
@@ -25,7 +25,7 @@ SELECT xid::text AS xid, id FROM events
 WHERE id = $1 AND ($2::bigint IS NULL OR customer_id = $2)
   AND xid < pg_snapshot_xmin(pg_current_snapshot());
 
--- name: ListEvents :many
+-- name: ListEvents :many reads
 -- Events after a position, in (xid, id) order, and only of transactions older
 -- than the oldest one still running: an event committed late can never fall
 -- behind a cursor. $1, $2: the position (xid as text, id), $3: type or NULL,
@@ -38,7 +38,7 @@ WHERE (e.xid, e.id) > ($1::text::xid8, $2::bigint)
 ORDER BY e.xid, e.id
 LIMIT $4;
 
--- name: ListCustomerEvents :many
+-- name: ListCustomerEvents :many reads
 -- As ListEvents, for one customer (its own statement, so that its plan uses
 -- events_customer_xid_id_idx). $5: the customer.
 SELECT e.id, e.type, e.data, e.created_at
@@ -50,19 +50,19 @@ WHERE e.customer_id = $5
 ORDER BY e.xid, e.id
 LIMIT $4;
 
--- name: PurgeEvents :exec
+-- name: PurgeEvents :exec writes
 -- Events are kept 30 days; their deliveries go with them.
 DELETE FROM events WHERE created_at <= now() - interval '30 days';
 
--- name: InsertWebhookEndpoint :one
+-- name: InsertWebhookEndpoint :one writes
 INSERT INTO webhook_endpoints (url, events, secret)
 VALUES ($1, $2::text[], $3)
 RETURNING id, url, events, secret, created_at;
 
--- name: GetWebhookEndpoint :one
+-- name: GetWebhookEndpoint :one reads
 SELECT id, url, events, created_at FROM webhook_endpoints WHERE id = $1;
 
--- name: ListWebhookEndpoints :many
+-- name: ListWebhookEndpoints :many reads
 -- {{where}}, {{after}}, {{orderBy}}, {{sortKey}}, {{limit}}, {{offset}}: as every list (src/db/page.ts).
 SELECT id, url, events, created_at, (SELECT count(*) FROM webhook_endpoints WHERE {{where}}) AS total_count,
        {{sortKey}} AS sort_key
@@ -71,13 +71,13 @@ WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
--- name: CountWebhookEndpoints :one
+-- name: CountWebhookEndpoints :one reads
 SELECT count(*) AS total_count FROM webhook_endpoints WHERE {{where}};
 
--- name: DeleteWebhookEndpoint :one
+-- name: DeleteWebhookEndpoint :one writes
 DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id;
 
--- name: ListDeliveries :many
+-- name: ListDeliveries :many reads
 -- The deliveries of one endpoint with their attempts. {{where}} always holds
 -- the endpoint; the other fragments as every list's (src/db/page.ts).
 SELECT d.id, d.event_id, e.type AS event_type, d.status, d.attempts, d.next_attempt_at, d.created_at,
@@ -92,10 +92,10 @@ WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
--- name: CountDeliveries :one
+-- name: CountDeliveries :one reads
 SELECT count(*) AS total_count FROM webhook_deliveries d WHERE {{where}};
 
--- name: ClaimDeliveries :many
+-- name: ClaimDeliveries :many writes
 -- Due deliveries, at most one per endpoint, and only of endpoints whose lease
 -- is free: at most one attempt in flight per endpoint across all processes
 -- (contract §17). A hung endpoint holds one slot of one process, never more,
@@ -150,7 +150,7 @@ FROM due, leased, events e
 WHERE d.id = due.id AND leased.id = d.endpoint_id AND e.id = d.event_id
 RETURNING d.id, d.endpoint_id, d.attempts, leased.url, leased.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
--- name: RecordAttempt :one
+-- name: RecordAttempt :one writes
 -- An attempt and the delivery's new state, together, only if the delivery is
 -- still this attempt's ($7: the attempt number it was claimed with): a late
 -- result never overwrites a newer attempt's. With them, the endpoint's lease

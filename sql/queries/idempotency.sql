@@ -1,6 +1,6 @@
 -- Idempotency keys (contract §7; src/idempotency.ts).
 
--- name: ClaimIdempotencyKey :one
+-- name: ClaimIdempotencyKey :one writes
 -- Taken at the start of the request's transaction: tries the advisory lock
 -- of (user, key), held until the transaction ends, and then reads the stored
 -- result of the key younger than 24 hours, with a snapshot taken after the
@@ -12,7 +12,7 @@
 SELECT locked, fingerprint, status, headers, body
 FROM idempotency_claim($1, $2);
 
--- name: StoreIdempotencyKey :exec
+-- name: StoreIdempotencyKey :exec writes
 -- Stores a result in the transaction of its effect. An expired row for the
 -- same key (not yet purged) is replaced.
 INSERT INTO idempotency_keys (user_id, key, fingerprint, status, headers, body)
@@ -22,5 +22,5 @@ SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excl
     body = excluded.body, created_at = now()
 WHERE idempotency_keys.created_at <= now() - interval '24 hours';
 
--- name: PurgeIdempotencyKeys :exec
+-- name: PurgeIdempotencyKeys :exec writes
 DELETE FROM idempotency_keys WHERE created_at <= now() - interval '24 hours';

@@ -1,7 +1,7 @@
 -- Figures GET /metrics reads from the database, at most once per 10 s
 -- (contract §13, §16; src/ops/metrics.ts), under a 1 s deadline.
 
--- name: MetricsFigures :one
+-- name: MetricsFigures :one reads
 -- Webhook deliveries still to be attempted (pending) and given up (failed),
 -- from the counts the triggers of 0011 keep (a few rows, whatever the number
 -- of deliveries: contract §13), and the seconds since the oldest event the log

@@ -1,12 +1,12 @@
 -- Statements of the migration runner (src/db/migrate.ts).
 
--- name: AcquireMigrationLock :exec
+-- name: AcquireMigrationLock :exec writes
 -- Transaction-level: released by the COMMIT or ROLLBACK of the migration's
 -- own transaction, so no session keeps it (a transaction-mode pooler hands
 -- sessions from client to client; contract §17).
 SELECT pg_advisory_xact_lock($1::bigint);
 
--- name: CreateSchemaMigrations :exec
+-- name: CreateSchemaMigrations :exec writes
 CREATE TABLE IF NOT EXISTS schema_migrations (
   version    text PRIMARY KEY,
   name       text NOT NULL,
@@ -14,8 +14,8 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
   applied_at timestamptz NOT NULL DEFAULT now()
 );
 
--- name: ListAppliedMigrations :many
+-- name: ListAppliedMigrations :many reads
 SELECT version, name, checksum FROM schema_migrations ORDER BY version;
 
--- name: RecordMigration :exec
+-- name: RecordMigration :exec writes
 INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3);

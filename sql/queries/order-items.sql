@@ -1,6 +1,6 @@
 -- Order items as a collection (contract §4: GET /order-items?orderId=N).
 
--- name: ListOrderItems :many
+-- name: ListOrderItems :many reads
 -- {{where}}: fixed fragments from src/orders/handlers.ts; {{orderBy}}, {{after}}
 -- (a cursor page's keyset) and {{sortKey}}: from the fixed sort-key map;
 -- {{limit}}, {{offset}}: the parameter numbers after those (src/db/page.ts).
@@ -13,7 +13,7 @@ WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
--- name: CountOrderItems :one
+-- name: CountOrderItems :one reads
 SELECT count(*) AS total_count
 FROM order_items i
 JOIN orders o ON o.id = i.order_id

@@ -2,7 +2,7 @@
 -- items embedded as JSON, in id order: one query, never one per order.
 -- unitPrice and total travel as text so no float ever touches money.
 
--- name: GetOrder :one
+-- name: GetOrder :one reads
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
 -- revision is not part of the representation: it makes the entity tag (contract §9).
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
@@ -14,7 +14,7 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: GetOrderJson :one
+-- name: GetOrderJson :one reads
 -- The order as API version 1 represents it (contract §2), as JSON text ready
 -- to send, with the revision for its entity tag: a GET sends the database's
 -- bytes as they are, with no JSON parsing of the items, no Date objects and
@@ -45,7 +45,7 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: GetOrderJsonV2 :one
+-- name: GetOrderJsonV2 :one reads
 -- GetOrderJson for API version 2: money as {"amount":"59.90","currency":"EUR"},
 -- the rest as there. $1: order id; $2: the owning customer, or NULL (an admin).
 SELECT o.revision,
@@ -64,7 +64,7 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: LockOrder :one
+-- name: LockOrder :one writes
 -- The order's writable state, locked until the transaction ends, so that two
 -- writers of one order are serialized and each sees the other's result; with
 -- the revision that If-Match is compared against under the lock (contract §9).
@@ -75,7 +75,7 @@ WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2)
 FOR UPDATE;
 
--- name: GetOrderRevision :one
+-- name: GetOrderRevision :one reads
 -- The revision alone, for an If-None-Match on one order (contract §9): one
 -- primary-key lookup, no items, nothing built. Ownership as in GetOrder, so
 -- another customer's order is as missing here as there (404, never 304).
@@ -85,7 +85,7 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: GetOrderJsonBatch :many
+-- name: GetOrderJsonBatch :many reads
 -- GetOrderJson for the requests of one turn at once (src/db/batch.ts): $1 the
 -- order ids, $2 for each the owning customer it is limited to, or NULL (an
 -- admin); one row per order found, n the place of its request in $1, the
@@ -104,7 +104,7 @@ SELECT k.n::int AS n, o.revision,
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
 JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
 
--- name: GetOrderJsonV2Batch :many
+-- name: GetOrderJsonV2Batch :many reads
 -- GetOrderJsonV2 for the requests of one turn at once, as GetOrderJsonBatch.
 SELECT k.n::int AS n, o.revision,
        (SELECT row_to_json(r)::text
@@ -121,13 +121,13 @@ SELECT k.n::int AS n, o.revision,
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
 JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
 
--- name: GetOrderRevisionBatch :many
+-- name: GetOrderRevisionBatch :many reads
 -- GetOrderRevision for the requests of one turn at once, as GetOrderJsonBatch.
 SELECT k.n::int AS n, o.revision
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
 JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
 
--- name: ListOrders :many
+-- name: ListOrders :many reads
 -- One page with its total count, in one statement and one snapshot, for a
 -- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}
 -- is built only from the fixed filter fragments in src/orders/order-list.ts
@@ -156,13 +156,13 @@ SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.crea
 FROM page o
 ORDER BY {{orderBy}};
 
--- name: CountOrders :one
+-- name: CountOrders :one reads
 -- The total when the page lies past the last one. {{where}} as in ListOrders.
 SELECT count(*) AS total_count
 FROM orders o
 WHERE {{where}};
 
--- name: ListOrdersKeptTotal :many
+-- name: ListOrdersKeptTotal :many reads
 -- ListOrders for a list filtered by nothing but customer and status: the
 -- same page, with the total summed from derived.order_counts (migration
 -- 0007: kept by triggers in the transaction of every change, so in the
@@ -190,20 +190,20 @@ SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.crea
 FROM page o
 ORDER BY {{orderBy}};
 
--- name: SumOrderCounts :one
+-- name: SumOrderCounts :one reads
 -- The total of ListOrdersKeptTotal when the page lies past the last one.
 -- {{totalWhere}} as there.
 SELECT coalesce(sum(c.n), 0)::bigint AS total_count
 FROM derived.order_counts c
 WHERE {{totalWhere}};
 
--- name: FindProducts :many
+-- name: FindProducts :many reads
 -- The catalog entries an order's items name; $1: product ids.
 SELECT id, price::text AS price, currency
 FROM products
 WHERE id = ANY ($1::bigint[]);
 
--- name: CreateOrder :one
+-- name: CreateOrder :one writes
 -- A new pending order and its items, written only if the rules of contract §4
 -- that need the database hold: the customer exists (checked when $2: an
 -- admin names one; a customer's own id needs no check), every product is
@@ -245,7 +245,7 @@ new_items AS (
 SELECT (SELECT id FROM new_order) AS id, c.customer_known, c.currencies
 FROM checked c;
 
--- name: CreateOrderKeyed :one
+-- name: CreateOrderKeyed :one writes
 -- A keyed POST /orders in one statement (sql/migrations/0014_idempotent_create_order.sql):
 -- the key claimed, the order made (or refused, nothing written), its event
 -- recorded and its answer stored, in this statement's own transaction. $1:
@@ -257,7 +257,7 @@ SELECT locked, fingerprint, status, headers, body, order_id, order_revision, ord
 FROM idempotent_create_order($1::bigint, $2::text, $3::text, $4::bigint, $5::boolean, $6::bigint[], $7::integer[],
                              $8::integer, $9::text, $10::text, $11::text);
 
--- name: RecordOrderCreated :one
+-- name: RecordOrderCreated :one writes
 -- The order CreateOrder has just written, read as GetOrder reads it (after
 -- the triggers of its items have moved its revision), and its order.created
 -- event (contract §15) written from that same row in the same statement, with a
@@ -299,7 +299,7 @@ deliveries AS (
 SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updated_at, o.revision, o.items
 FROM o;
 
--- name: ReplaceOrderItems :one
+-- name: ReplaceOrderItems :one writes
 -- Makes the order's items exactly $2 (product ids) with $3 (quantities):
 -- a product still wanted keeps its line, id and captured unit price (only
 -- its qty may change); a product no longer wanted loses its line; a new
@@ -332,7 +332,7 @@ added AS (
 )
 SELECT (SELECT count(*) FROM removed) + (SELECT count(*) FROM changed) + (SELECT count(*) FROM added) AS touched;
 
--- name: UpdateOrder :exec
+-- name: UpdateOrder :exec writes
 -- Sets the order's owner, status and currency, and recomputes its total
 -- from its items. The trigger moves updated_at when anything changed; $5
 -- forces that (true when the items changed, which the row does not show).
@@ -345,6 +345,6 @@ SET customer_id = $2,
     updated_at = CASE WHEN $5::boolean THEN now() ELSE o.updated_at END
 WHERE o.id = $1;
 
--- name: DeleteOrder :exec
+-- name: DeleteOrder :exec writes
 -- Its items go with it (ON DELETE CASCADE).
 DELETE FROM orders WHERE id = $1;

@@ -1,11 +1,11 @@
 -- The product catalog (contract §2, §4). Public.
 
--- name: GetProduct :one
+-- name: GetProduct :one reads
 SELECT id, sku, name, price, currency, created_at
 FROM products
 WHERE id = $1;
 
--- name: ListProducts :many
+-- name: ListProducts :many reads
 -- One page and the total in one round trip. {{orderBy}}, {{after}} (a
 -- cursor page's keyset) and {{sortKey}} are built only from the fixed
 -- sort-key map in src/catalog/handlers.ts; {{where}} is TRUE (the catalog has
@@ -18,6 +18,6 @@ WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
--- name: CountProducts :one
+-- name: CountProducts :one reads
 -- The total when the page lies past the last one (and so carries no count).
 SELECT count(*) AS total_count FROM products WHERE {{where}};

@@ -1,21 +1,21 @@
 -- Users (contract §2, §6).
 
--- name: GetUser :one
+-- name: GetUser :one reads
 SELECT id, email, name, role, created_at
 FROM users
 WHERE id = $1;
 
--- name: FindUserByEmail :one
+-- name: FindUserByEmail :one reads
 SELECT id, email, name, role, created_at
 FROM users
 WHERE lower(email) = lower($1);
 
--- name: InsertUser :one
+-- name: InsertUser :one writes
 INSERT INTO users (email, name, role)
 VALUES ($1, $2, $3)
 RETURNING id, email, name, role, created_at;
 
--- name: ListUsers :many
+-- name: ListUsers :many reads
 -- {{where}}: fixed fragments from src/users/handlers.ts (a customer sees only
 -- their own record); {{orderBy}}, {{after}} (a cursor page's keyset) and
 -- {{sortKey}}: from the fixed sort-key map; {{limit}}, {{offset}}: the
@@ -27,12 +27,12 @@ WHERE {{where}} AND {{after}}
 ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
--- name: CountUsers :one
+-- name: CountUsers :one reads
 SELECT count(*) AS total_count
 FROM users
 WHERE {{where}};
 
--- name: ListDemoUsers :many
+-- name: ListDemoUsers :many reads
 SELECT id, email, name, role, created_at
 FROM users
 WHERE lower(email) IN ('admin@example.com', 'customer@example.com')

@@ -8,9 +8,9 @@
  * waiting (which would fill the queue for a connection, contract §17).
  */
 import type { Database } from '../db/database.ts';
-import type { RequestScope } from '../db/scope.ts';
+import type { RequestScope } from '../db/cancellation.ts';
 import { HttpError } from '../http/problem.ts';
-import { isWellFormedToken, parseAuthorization, tokenHash, type Scope } from './tokens.ts';
+import { parseAuthorization, tokenHash, tokenKind, type Scope } from './tokens.ts';
 
 export type Role = 'customer' | 'admin';
 
@@ -24,13 +24,20 @@ export interface Principal {
 export interface Authenticator {
   /**
    * The principal for `authorization`, or a 401 `HttpError`; its lookup, when it runs one, is `scope`'s (the
-   * request's: cancelled with its other statements when it gives up, contract §17).
+   * request's: cancelled with its other statements when it gives up, contract §17). `beforeGuess` is called
+   * (and may throw) before a lookup the service cannot vouch for: a token made before tags, not validated
+   * lately. A forged token, a malformed one, a tagged one and one validated lately never call it.
    */
-  authenticate(authorization: string | null, scope?: RequestScope): Promise<Principal>;
+  authenticate(authorization: string | null, scope?: RequestScope, beforeGuess?: () => void): Promise<Principal>;
 }
 
 export const CACHE_TTL_MS = 2_000;
 const CACHE_MAX_ENTRIES = 10_000;
+/**
+ * contract §10: a token made before tags that was validated within this long is vouched for (no `beforeGuess`):
+ * it is still looked up (revocation holds), but never refused because others failed from its address.
+ */
+export const VOUCHED_MS = 10 * 60_000;
 export const REALM = 'orders';
 
 interface Cached {
@@ -52,9 +59,11 @@ interface TokenRow {
   expires_at: Date | null;
 }
 
-export function createAuthenticator(db: Database, now: () => number = Date.now): Authenticator {
+export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () => number = Date.now): Authenticator {
   const cache = new Map<string, Cached>();
   const underWay = new Map<string, Lookup>();
+  /** Untagged tokens validated lately, until when (bounded as the cache is). */
+  const vouched = new Map<string, number>();
 
   async function lookUp(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
     const at = now();
@@ -70,6 +79,9 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
     const until = Math.min(at + CACHE_TTL_MS, row.expires_at?.getTime() ?? Infinity);
     if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
     cache.set(key, { principal, until });
+    if (vouched.size >= CACHE_MAX_ENTRIES) vouched.delete(vouched.keys().next().value as string);
+    vouched.delete(key);
+    vouched.set(key, at + VOUCHED_MS);
     return principal;
   }
 
@@ -84,15 +96,20 @@ export function createAuthenticator(db: Database, now: () => number = Date.now):
   }
 
   return {
-    async authenticate(authorization, scope) {
+    async authenticate(authorization, scope, beforeGuess) {
       const credentials = parseAuthorization(authorization);
       if (credentials.kind === 'none') throw unauthorized(false);
-      if (credentials.kind === 'malformed' || !isWellFormedToken(credentials.token)) throw unauthorized(true);
+      if (credentials.kind === 'malformed') throw unauthorized(true);
       const hash = tokenHash(credentials.token);
       const key = hash.toString('base64');
+      // A token validated in the last 2 s (only a real one is ever cached): its tag needs no second look.
       const cached = cache.get(key);
       if (cached !== undefined && cached.until > now()) return cached.principal;
       cache.delete(key);
+      // contract §10: what is not a token of ours, or carries a wrong tag, is refused here: no lookup, no cost.
+      const kind = tokenKind(credentials.token, tokenKey);
+      if (kind === 'forged') throw unauthorized(true);
+      if (kind === 'untagged' && (vouched.get(key) ?? 0) <= now()) beforeGuess?.();
       for (;;) {
         const shared = underWay.get(key);
         if (shared === undefined) return lead(hash, key, scope);

@@ -1,5 +1,6 @@
 /** Creating, listing and revoking tokens (contract §1 command-line tool, §6). */
 import type { Database } from '../db/database.ts';
+import { serviceKey } from '../db/keys.ts';
 import { generateToken, tokenHash, type Scope } from './tokens.ts';
 
 export interface TokenRecord {
@@ -38,7 +39,7 @@ export async function createToken(
   scopes: readonly Scope[],
   ttlSeconds: number | null,
 ): Promise<{ token: string; record: TokenRecord }> {
-  const token = generateToken();
+  const token = generateToken(await serviceKey(db, 'token'));
   const row = await db.one<TokenRow>('InsertToken', [userId, tokenHash(token), scopes, ttlSeconds]);
   return { token, record: toRecord(row as TokenRow) };
 }

@@ -1,8 +1,13 @@
 /**
- * Opaque bearer tokens (contract §6): `ord_` and 32 random bytes in base64url.
- * Only the SHA-256 of the whole string is stored. Pure functions, no I/O.
+ * Opaque bearer tokens (contract §6): `ord_`, 24 random bytes and a tag of
+ * 16 bytes, in base64url. The tag is an HMAC-SHA256 of the rest under the
+ * service's token key (contract §10): a guess cannot carry a right one
+ * without the key, so a forged token is refused without a lookup and
+ * without costing its address anything. Tokens made before tags (`ord_` and
+ * 32 random bytes) keep working; they are looked up. Only the SHA-256 of the
+ * whole string is stored. Pure functions, no I/O.
  */
-import { hash, randomBytes } from 'node:crypto';
+import { createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SCOPES = [
   'orders:read',
@@ -17,14 +22,41 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 
 export const TOKEN_PREFIX = 'ord_';
-const TOKEN = /^ord_[A-Za-z0-9_-]{43}$/;
+/** A tagged token: 24 random bytes (32 characters) and its 16-byte tag (22). */
+const TAGGED = /^ord_[A-Za-z0-9_-]{54}$/;
+/** A token made before tags: 32 random bytes. */
+const UNTAGGED = /^ord_[A-Za-z0-9_-]{43}$/;
+const BODY_LENGTH = 4 + 32;
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110 §11.1).
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const SCHEME = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+)(?: |$)/;
 
-/** A new token; show it once and store only `tokenHash(token)`. */
-export function generateToken(): string {
-  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+/** A new token, tagged under `key`; show it once and store only `tokenHash(token)`. */
+export function generateToken(key: Uint8Array): string {
+  const body = TOKEN_PREFIX + randomBytes(24).toString('base64url');
+  return body + tagOf(key, body);
+}
+
+function tagOf(key: Uint8Array, body: string): string {
+  return createHmac('sha256', key).update(body).digest().subarray(0, 16).toString('base64url');
+}
+
+/**
+ * What `token` is before any lookup: `tagged` (its tag is right under `key`: made by this service), `forged`
+ * (a tagged token's shape with a wrong tag, or no token of ours at all), `untagged` (made before tags: only a
+ * lookup tells).
+ *
+ * @example
+ * tokenKind(generateToken(key), key) // 'tagged'
+ */
+export function tokenKind(token: string, key: Uint8Array): 'tagged' | 'forged' | 'untagged' {
+  if (TAGGED.test(token)) {
+    const body = token.slice(0, BODY_LENGTH);
+    const expected = Buffer.from(tagOf(key, body));
+    const given = Buffer.from(token.slice(BODY_LENGTH));
+    return timingSafeEqual(expected, given) ? 'tagged' : 'forged';
+  }
+  return UNTAGGED.test(token) ? 'untagged' : 'forged';
 }
 
 /** The 32-byte SHA-256 digest stored for `token`. */
@@ -32,9 +64,9 @@ export function tokenHash(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
 
-/** True when `token` has the shape of one of ours (it may still be unknown). */
+/** True when `token` has the shape of one of ours, tagged or made before tags (it may still be unknown). */
 export function isWellFormedToken(token: string): boolean {
-  return TOKEN.test(token);
+  return TAGGED.test(token) || UNTAGGED.test(token);
 }
 
 export type Credentials =

@@ -9,14 +9,18 @@ export function didYouMean(typed: string, candidates: readonly string[]): string
 /**
  * The candidate nearest to what was typed (`typedFor(candidate)`), when it
  * is close: at most one edit for a short word, a third of its length for a
- * longer one. Ties go to the first candidate.
+ * longer one (`share` 3; 4 is a quarter). Ties go to the first candidate.
  */
-export function nearest(candidates: readonly string[], typedFor: (candidate: string) => string): string | undefined {
+export function nearest(
+  candidates: readonly string[],
+  typedFor: (candidate: string) => string,
+  share = 3,
+): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of candidates) {
     const distance = editDistance(typedFor(candidate), candidate);
-    if (distance <= Math.max(1, Math.floor(candidate.length / 3)) && distance < bestDistance) {
+    if (distance <= Math.max(1, Math.floor(candidate.length / share)) && distance < bestDistance) {
       best = candidate;
       bestDistance = distance;
     }

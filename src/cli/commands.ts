@@ -9,6 +9,7 @@ import * as v from 'valibot';
 import { createToken, listTokens, revokeToken } from '../auth/token-store.ts';
 import { parseScopes, parseTtl } from '../auth/tokens.ts';
 import type { Database } from '../db/database.ts';
+import { cursorKeys, rotateCursorKey } from '../db/keys.ts';
 import { seed } from '../service/seed.ts';
 import { NewUserSchema } from '../users/rules.ts';
 import { createUser } from '../users/store.ts';
@@ -162,9 +163,21 @@ export const COMMANDS: readonly CommandSpec[] = [
       io.out(`${await db.exec('PurgeIdempotencyKeys')}\n`);
     },
   },
+  {
+    words: ['keys', 'rotate'],
+    summary: 'seal cursors under a new key, the old one still opening those given out; prints what it did',
+    options: [],
+    example: 'orders keys rotate',
+    build: () => async (db, io) => {
+      (await cursorKeys(db)).stop();
+      if (!(await rotateCursorKey(db)))
+        throw new CommandError('no cursor key was rotated: none yet, or another rotation ran at once; run it again');
+      io.out('rotated the cursor key: every process seals with the new one within a minute\n');
+    },
+  },
 ];
 
-/** The first words of the two-word commands, in table order: `user`, `token`, `idempotency`. */
+/** The first words of the two-word commands, in table order: `user`, `token`, `idempotency`, `keys`. */
 export const GROUPS = [...new Set(COMMANDS.filter((c) => c.words.length === 2).map((c) => c.words[0]))];
 
 /** The commands of `group`, in table order. */

@@ -3,7 +3,8 @@ import { SCOPES } from '../auth/tokens.ts';
 import { COMMANDS, groupCommands, type CommandSpec } from './commands.ts';
 
 /** The general usage: `orders --help` on stdout, and on stderr after a mistake. */
-export const USAGE = `usage: orders <command> [options]
+export const USAGE = `usage: orders                      the server: serves the API on HOST:PORT (as make run starts it)
+       orders <command> [options]
        orders help [<command>]     this text, or a command's options and an example
        orders <command> --help     the same as orders help <command>
        orders --version            the version
@@ -14,7 +15,8 @@ ${commandRows(COMMANDS)}
 The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
 A .env file in the working directory supplies variables the environment does not set.
 Scopes: ${SCOPES.join(', ')}. TTL units: s, m, h, d.
-Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`;
+Settings (PORT, HOST, DATABASE_URL, …) are listed in the README; a near miss of one is a warning.
+Exit status: 0 done, 1 the command (or the server's start) failed, 2 a mistake in the command line, a setting or .env.`;
 
 function synopsis(command: CommandSpec): string {
   const options = command.options.map((o) => (o.required ? `--${o.name} ${o.value}` : `[--${o.name} ${o.value}]`));

@@ -6,7 +6,7 @@
 import type { LogLevel } from '../base/logger.ts';
 import type { RateLimit } from '../http/rate-limit.ts';
 import type { CorsOrigins } from '../http/cors.ts';
-import type { ProxyRange } from '../http/client-address.ts';
+import { PROXY_HEADERS, type ProxyHeader, type ProxyRange } from '../http/client-address.ts';
 import { connectionLimits, fileDescriptorLimit, type ConnectionLimits } from './connections.ts';
 import {
   bearerToken,
@@ -53,6 +53,8 @@ export interface Config extends ConnectionLimits {
   readonly corsOrigins?: CorsOrigins;
   /** `TRUST_PROXY` (contract §16): the reverse proxies whose forwarded client address is believed; absent: none. */
   readonly trustProxy?: readonly ProxyRange[];
+  /** `TRUST_PROXY_HEADER` (contract §16): the one field those proxies write the address in; x-forwarded-for. */
+  readonly trustProxyHeader: ProxyHeader;
   /** `METRICS_TOKEN` (contract §16): the bearer token `GET /metrics` needs; absent: none. */
   readonly metricsToken?: string;
   /**
@@ -94,6 +96,7 @@ export function loadConfig(env: Env = process.env, fileDescriptors = fileDescrip
     webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', '0', ['0', '1']) === '1',
     dbPrepare: oneOf(env, 'DB_PREPARE', 'on', ['on', 'off']) === 'on',
     replicaMaxLagSeconds: integer(env, 'REPLICA_MAX_LAG', 5, 1, 3600),
+    trustProxyHeader: oneOf(env, 'TRUST_PROXY_HEADER', 'x-forwarded-for', PROXY_HEADERS),
   };
   // contract §16's variables are absent from the configuration when unset.
   const corsOrigins = cors(env);

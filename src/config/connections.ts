@@ -4,16 +4,19 @@
  * connection is one, and so is every other thing the process opens (its
  * database pools, Redis, the embedded database's files, its own standard
  * streams), so the cap leaves a margin under the limit; one client address
- * may hold a quarter of the cap, at most 256, so that no address fills the
- * process and `/healthz` keeps answering the others.
+ * may hold a 32nd of the cap (at least 4, at most 64), so that no handful of
+ * addresses fills the process and `/healthz` keeps answering the others.
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, type Env } from './values.ts';
 
 /** The limit assumed where /proc cannot be read (not Linux): the usual soft limit of a shell. */
 export const ASSUMED_FILE_DESCRIPTORS = 1024;
-/** The most connections one client address may hold by default, however large the cap. */
-export const MAX_PER_ADDRESS_DEFAULT = 256;
+/** The most connections one client address may hold by default, however large the cap, and the fewest. */
+export const MAX_PER_ADDRESS_DEFAULT = 64;
+export const MIN_PER_ADDRESS_DEFAULT = 4;
+/** By default one client address holds this fraction of the cap: 32 addresses to fill it, not 4. */
+export const ADDRESSES_TO_FILL = 32;
 
 export interface ConnectionLimits {
   /** `MAX_CONNECTIONS`: connections open at once; more are closed as they arrive. */
@@ -63,7 +66,13 @@ export function connectionLimits(env: Env, fileDescriptors: number | undefined):
   const perAddress = integer(
     env,
     'MAX_CONNECTIONS_PER_ADDRESS',
-    Math.max(1, Math.min(MAX_PER_ADDRESS_DEFAULT, Math.floor(maxConnections / 4))),
+    Math.min(
+      maxConnections,
+      Math.max(
+        MIN_PER_ADDRESS_DEFAULT,
+        Math.min(MAX_PER_ADDRESS_DEFAULT, Math.floor(maxConnections / ADDRESSES_TO_FILL)),
+      ),
+    ),
     1,
     1_000_000,
   );

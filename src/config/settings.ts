@@ -29,6 +29,7 @@ export const SETTINGS: readonly string[] = [
   'WEBHOOK_ALLOW_PRIVATE',
   'CORS_ORIGINS',
   'TRUST_PROXY',
+  'TRUST_PROXY_HEADER',
   'METRICS_TOKEN',
   'REDIS_URL',
   'REPLICA_MAX_LAG',
@@ -70,14 +71,38 @@ export function unknownSettings(lineOf: ReadonlyMap<string, number>): string[] {
   return lines;
 }
 
-/** `ENV_STRICT=1`: an unknown name in `.env` stops the start (or the command) instead of a warning. */
+/**
+ * One line for each name of the process's environment that is no setting but a near miss of one (`DATABSE_URL`),
+ * naming it. The environment holds many variables of other programs, so only a name within a quarter of a
+ * setting's length of it is said (`USER` is not `PGUSER`, `HOME` not `HOST`).
+ *
+ * @example
+ * misspeltSettings(['PATH', 'DATABSE_URL']);
+ * // ['environment: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?']
+ */
+export function misspeltSettings(names: Iterable<string>): string[] {
+  const lines: string[] = [];
+  for (const name of names) {
+    if (KNOWN.has(name)) continue;
+    const suggestion = nearest([...KNOWN], () => name, 4);
+    if (suggestion !== undefined)
+      lines.push(`environment: ${name} is not a setting of the service; did you mean ${suggestion}?`);
+  }
+  return lines;
+}
+
+/**
+ * `ENV_STRICT=1`: an unknown name in `.env` (or a near miss in the environment) stops the start (or the command)
+ * instead of a warning.
+ */
 export function strictEnv(env: Readonly<Record<string, string | undefined>>): boolean {
   return env.ENV_STRICT === '1';
 }
 
 /**
  * `env` over the working directory's `.env` (`loadEnvFile()`), with a line for each name of the file that is no
- * setting. With `ENV_STRICT=1` those are an `EnvFileError` instead (its message their lines, one per line).
+ * setting, and for each near miss of one in `env` itself. With `ENV_STRICT=1` those are an `EnvFileError` instead
+ * (its message their lines, one per line).
  */
 export function loadEnvSettings(
   env: Readonly<Record<string, string | undefined>>,
@@ -85,7 +110,7 @@ export function loadEnvSettings(
 ): { env: Record<string, string | undefined>; unknown: string[]; lineOf: ReadonlyMap<string, number> } {
   const lineOf = new Map<string, number>();
   const merged = loadEnvFile(env, cwd, lineOf);
-  const unknown = unknownSettings(lineOf);
+  const unknown = [...misspeltSettings(Object.keys(env)), ...unknownSettings(lineOf)];
   if (unknown.length > 0 && strictEnv(merged)) throw new EnvFileError(`${unknown.join('\n')} (ENV_STRICT=1)`);
   return { env: merged, unknown, lineOf };
 }

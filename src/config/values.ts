@@ -82,6 +82,7 @@ function checkPostgresUrl(value: string, name: string, expected: string): void {
   if (scheme !== 'postgres' && scheme !== 'postgresql')
     throw new ConfigError(`${name} must be ${expected}, got the scheme ${scheme}:`);
   const rest = value.slice(value.indexOf('://') + 3);
+  checkUserinfo(rest, name);
   const authority = rest.split(/[/?#]/, 1)[0] as string;
   const hosts = authority.slice(authority.lastIndexOf('@') + 1);
   const list = hosts.split(',');
@@ -103,6 +104,23 @@ function checkPostgresUrl(value: string, name: string, expected: string): void {
     throw new ConfigError(
       `${name}'s target_session_attrs must be one of ${TARGET_SESSION_ATTRS.join(', ')}, got ${JSON.stringify(attrs)}`,
     );
+}
+
+/** What follows a URL's user name and password: its hosts (names, addresses, ports), then its path, query or end. */
+const HOSTS_THEN_PATH = /^[A-Za-z0-9._,:[\]%-]*(?:[/?#]|$)/;
+
+/**
+ * A user name or password must have `@`, `/`, `?` and `#` percent-encoded: unencoded, the driver reads the host
+ * (or the path) from inside the password, and says only that a piece of it is no host (`ENOTFOUND`). Refused when
+ * the text before the last `@` that hosts follow holds one of them; the value is never echoed.
+ */
+function checkUserinfo(rest: string, name: string): void {
+  const at = rest.lastIndexOf('@');
+  if (at === -1 || !/[@/?#]/.test(rest.slice(0, at)) || !HOSTS_THEN_PATH.test(rest.slice(at + 1))) return;
+  throw new ConfigError(
+    `${name}: its user name or password holds an "@", "/", "?" or "#" that is not percent-encoded, so the host ` +
+      'would be read from inside it; write them as %40, %2F, %3F and %23 (encodeURIComponent() does)',
+  );
 }
 
 const REDIS_DATABASE = /^\/(?:[0-9]|1[0-5])?$/;

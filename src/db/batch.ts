@@ -26,7 +26,7 @@
  * its read alone with `single` and gets its own answer.
  */
 import { DeadlineExceeded, isDatabaseUnavailable } from './errors.ts';
-import { RequestScope } from './scope.ts';
+import { RequestScope } from './cancellation.ts';
 
 /** A member's parameter: an integer (a key) or NULL, written into the batch's arrays as they are. */
 export type BatchParam = number | null;

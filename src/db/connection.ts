@@ -31,6 +31,8 @@ export interface DatabaseOptions {
    * `STATEMENT_TIMEOUT_MS`. Default `true`.
    */
   readonly prepare?: boolean;
+  /** A read replica's pool: a statement whose header says it writes is refused (contract §17). */
+  readonly readOnly?: boolean;
   /** Told when the circuit opens (statements refused at once) and closes again (contract §17; circuit.ts). */
   readonly onCircuit?: { onOpen?(error: unknown): void; onClose?(outageMs: number): void };
 }
@@ -39,6 +41,14 @@ const BIGINT_OID = 20;
 
 /** contract §11: the server cancels a statement after 5 s. */
 export const STATEMENT_TIMEOUT_MS = 5_000;
+/**
+ * A session idle inside a transaction for this long is ended by the server, which rolls it back: the service
+ * never waits that long between a transaction's statements (a request gives up after 5 s in all), so only a
+ * transaction whose client is gone (a link cut with its COMMIT or ROLLBACK unsent) lasts so long, holding its
+ * locks until then.
+ */
+export const IDLE_IN_TRANSACTION_MS = 2 * STATEMENT_TIMEOUT_MS;
+
 /**
  * A connection to a real server that has received nothing for this long
  * while an answer is due is dropped (the driver's `stall_timeout`, added by
@@ -88,11 +98,16 @@ function poolOptions(max: number, prepare: boolean): postgres.Options<Record<str
         parse: (v: string) => Number(v),
       },
     },
-    // contract §11: 5 s per statement. PGlite ignores it (it has no timers). A
-    // transaction-mode pooler refuses it (PgBouncer: "unsupported startup
-    // parameter"), or drops it when told to ignore it: then `cancelAfterTimeout` below.
+    // contract §11: 5 s per statement; and a transaction left open by a link that died (its COMMIT or ROLLBACK
+    // never arrived) is ended by the server (contract §17). PGlite ignores both (it has no timers). A
+    // transaction-mode pooler refuses them (PgBouncer: "unsupported startup parameter"), or drops them when told
+    // to ignore them: then `cancelAfterTimeout` below, and the pooler's idle_transaction_timeout.
     connection: prepare
-      ? { application_name: 'orders', statement_timeout: STATEMENT_TIMEOUT_MS }
+      ? {
+          application_name: 'orders',
+          statement_timeout: STATEMENT_TIMEOUT_MS,
+          idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+        }
       : { application_name: 'orders' },
   };
 }
@@ -123,13 +138,15 @@ export async function connect(options: DatabaseOptions): Promise<Connection> {
     // One connection: PGlite has a single backend, so the unnamed portals and
     // statements of concurrent connections would clobber one another
     // (SQLSTATE 34000 "portal does not exist"). The pool queues instead.
+    // PGlite's socket ignores a CancelRequest and never closes its connection (patch 013's cancel_requests).
     const sql = postgres({
       ...common,
+      cancel_requests: false,
       max: 1,
       path: embedded.socketPath,
       username: 'postgres',
       database: 'postgres',
-    }) as unknown as Sql;
+    } as typeof common) as unknown as Sql;
     return { sql, embedded, cancelAfter: uncancelled };
   }
   // Not for the embedded database: it runs in this process, where a long

@@ -11,8 +11,9 @@ import { countPoolUsage } from './pool-usage.ts';
 import { loadStatements, StatementError, type Statement } from './statements.ts';
 import { createCircuit } from './circuit.ts';
 import { handles } from './handles.ts';
-import type { RequestScope } from './scope.ts';
+import type { RequestScope } from './cancellation.ts';
 import type { Db } from './handle.ts';
+import { transaction, transactionTexts, type TransactionSql } from './transaction.ts';
 
 // The handle's types are handle.ts's; most of the service takes them from here, with the pool.
 export type { Db, Param, Tx } from './handle.ts';
@@ -35,6 +36,8 @@ export interface Database extends Db {
   handle(scope?: RequestScope): Db;
   /** The text of a statement, for the few places that compose whitelisted fragments into it. */
   statement(name: string): Statement;
+  /** A transaction of the driver's own statements (`tx.unsafe`), outside any request: migrations, tests. */
+  transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
   /** Ends the pool (letting queries finish for up to `timeoutSeconds`) and closes the embedded database. */
   close(timeoutSeconds?: number): Promise<void>;
 }
@@ -55,15 +58,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     return found;
   };
   const size = embedded ? 1 : options.poolMax;
+  const ping = statement('Ping').text;
   const circuit = createCircuit({
-    probe: () => sql.unsafe('SELECT 1'),
+    // Straight on the pool, past the circuit it probes for.
+    probe: () => sql.unsafe(ping),
     // 50 ms doubling to 1 s, with jitter: the pool's connections take turns, so the driver's own backoff (which
     // each connection keeps from its own last close) does not pace them.
     delayMs: (attempt) => reconnectDelaySeconds(attempt) * 1000,
     ...(options.onCircuit === undefined ? {} : options.onCircuit),
   });
-  const usage = countPoolUsage(sql, size, circuit);
-  const handleOn = handles(sql, statement, usage, cancelAfter, circuit);
+  const usage = countPoolUsage(size, circuit);
+  const handleOn = handles(sql, statement, usage, cancelAfter, circuit, options.readOnly === true);
   const { savepoint: _savepoint, ...onPool } = handleOn(sql, false, undefined);
   return {
     ...onPool,
@@ -71,6 +76,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     kind: embedded ? 'embedded' : 'postgres',
     created: embedded?.created ?? false,
     statement,
+    transaction: (work) => transaction(sql, work, transactionTexts(statement), undefined, usage.held),
     handle: (scope?: RequestScope): Db => handleOn(sql, true, scope),
     async close(timeoutSeconds = 5) {
       circuit.stop();

@@ -141,10 +141,17 @@ export const OUTCOME_UNKNOWN = 'DATABASE_OUTCOME_UNKNOWN';
 export class OutcomeUnknown extends Error {
   override name = 'OutcomeUnknown';
   readonly code = OUTCOME_UNKNOWN;
-  constructor(cause?: unknown) {
+  /** `later`: what came of it, once the database tells (a COMMIT's transaction looked up by its id). */
+  constructor(
+    cause?: unknown,
+    readonly later?: Promise<'committed' | 'rolled-back' | 'unknown'>,
+  ) {
     super('a write was sent to the database and no answer came: it may or may not have been done', { cause });
   }
 }
+
+/** What the log says, with the request's id and `resolution`, once an `outcome-unknown` answer's write is known. */
+export const OUTCOME_KNOWN = 'database: the outcome of an outcome-unknown answer is known';
 
 /** The code of `DatabaseUnreachable`. */
 export const DATABASE_UNREACHABLE = 'DATABASE_UNREACHABLE';
@@ -181,9 +188,11 @@ const CONNECTION_CODES = new Set([
 
 // SQLSTATEs (PostgreSQL Appendix A): class 08 connection exceptions, the server
 // shutting down, starting up, or out of connection slots, a statement cancelled,
-// and a server that is not (or not yet) a primary (25006, read_only_sql_transaction:
-// a standby being promoted, or a primary restarted read-only).
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25006']);
+// a server that is not (or not yet) a primary (25006, read_only_sql_transaction:
+// a standby being promoted, or a primary restarted read-only), and a transaction
+// rolled back to end a conflict (40001, 40P01) that its retries met again
+// (transaction.ts, retryingConflicts): not done, try later.
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25006', '40001', '40P01']);
 
 /** True when `error` says the database is unreachable, overloaded or shutting down. */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -194,8 +203,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 // The failures that say the database cannot be reached at all (contract §17's circuit counts them): not a
-// deadline of the service's own, not a cancelled statement, not a read-only server (reached, and answering).
-const NOT_CONNECTION_FAILURES = new Set([DEADLINE_EXCEEDED, DATABASE_UNREACHABLE, '57014', '25006', '53300']);
+// deadline of the service's own, not a cancelled statement, not a read-only server, not a conflict (reached,
+// and answering).
+const NOT_CONNECTION_FAILURES = new Set([
+  DEADLINE_EXCEEDED,
+  DATABASE_UNREACHABLE,
+  '57014',
+  '25006',
+  '53300',
+  '40001',
+  '40P01',
+]);
 
 /** True when `error` says the database could not be reached or dropped the connection. */
 export function isConnectionFailure(error: unknown): boolean {

@@ -4,10 +4,11 @@
  * Around every statement: the circuit (circuit.ts: refused at once while the
  * database is out of reach), the bound on work waiting for a connection, the
  * pool's count of its use, the client-kept statement time-out, and the
- * request's scope (scope.ts), which tracks what the request has under way so
- * that a request that gives up cancels it (contract §17). A write sent and
- * never answered (its connection lost) is `OutcomeUnknown`: a COMMIT, or a
- * write outside a transaction.
+ * request's scope (cancellation.ts), which tracks what the request has under way so
+ * that a request that gives up cancels it (contract §17, cancellation.ts). A
+ * write sent and never answered (its connection lost) is `OutcomeUnknown`: a
+ * write outside a transaction, or a COMMIT that the transaction's id cannot
+ * tell.
  */
 import type postgres from 'postgres';
 import type { Circuit } from './circuit.ts';
@@ -15,9 +16,19 @@ import type { Connection, Sql } from './connection.ts';
 import { type bound, type Param, TransactionOpenError, type Tx } from './handle.ts';
 import { DatabaseUnreachable, DeadlineExceeded, isConnectionFailure, OutcomeUnknown } from './errors.ts';
 import type { PoolCounter } from './pool-usage.ts';
-import { type DriverQuery, sent, type RequestScope } from './scope.ts';
+import { type DriverQuery, type RequestScope, type Resolution, written } from './cancellation.ts';
 import { StatementError, type ResultShape, type Statement } from './statements.ts';
-import { transaction as reservedTransaction, type TransactionSql } from './transaction.ts';
+import {
+  COMMIT_ROLLED_BACK,
+  CommitLost,
+  RESOLVE_LATER,
+  resolveLost,
+  retryingConflicts,
+  transaction as reservedTransaction,
+  transactionTexts,
+  type TransactionGuard,
+  type TransactionSql,
+} from './transaction.ts';
 import { type BatchedRead, type BatchParam, batches } from './batch.ts';
 
 /** The pool, or a transaction taken from it. */
@@ -36,11 +47,13 @@ interface Place {
 export function handles(
   sql: Sql,
   statement: (name: string) => Statement,
-  { pool, counted }: PoolCounter,
+  { pool, counted, held }: PoolCounter,
   cancelAfter: Connection['cancelAfter'],
   circuit: Circuit,
+  readOnly = false,
 ): (on: Queryable, guarded: boolean, scope: RequestScope | undefined) => Tx {
   const maxWaiting = Math.max(MIN_WAITING, pool.size * WAITING_PER_CONNECTION);
+  const texts = transactionTexts(statement);
   /**
    * Before any work on the pool: refused at once while the database is out of reach, or too much waits. A read
    * gathered for a batch not yet sent counts as a statement waiting (`gathered`), as it did alone.
@@ -70,6 +83,7 @@ export function handles(
     // A composed statement is a page (:many) or the count beside it (:one).
     if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one'))
       throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
+    if (readOnly && found.writes) throw new StatementError(`${name} writes, and this pool is a read replica's`);
     admit(place);
     const { on, scope } = place;
     const text = fragments === undefined ? found.text : fill(found, fragments);
@@ -77,14 +91,14 @@ export function handles(
     // Patch 013: its cancel() gives the cancellation's promise (the driver's types say void).
     const driven = query as unknown as DriverQuery;
     // Inside a transaction, a statement sent and never answered is rolled back with it: only its COMMIT matters.
-    const write = on === sql && found.writes;
-    const untrack = scope?.track(write ? 'write' : 'read', driven);
+    const kind = on !== sql ? 'transaction' : found.writes ? 'write' : 'read';
+    const untrack = scope?.track(kind, driven);
     let result: Awaited<typeof query>;
     try {
       result = await cancelAfter(on === sql ? counted(query) : query, driven);
     } catch (error) {
       circuit.failed(error);
-      throw write && sent(driven) && isConnectionFailure(error) ? new OutcomeUnknown(error) : error;
+      throw kind === 'write' && written(driven) && isConnectionFailure(error) ? new OutcomeUnknown(error) : error;
     } finally {
       untrack?.();
     }
@@ -100,26 +114,56 @@ export function handles(
     batch: (name, params, scope) => run(name, 'many', params, { on: sql, scope }),
   });
 
+  /** What PostgreSQL says became of transaction `xid` (`txid_status()`). */
+  const statusOf = async (xid: number) =>
+    ((await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined }))[0] as { status?: unknown })?.status;
+
   /**
-   * A transaction on the pool for `place`: its COMMIT, once the work is done and until it is answered, is the
-   * scope's; a COMMIT whose connection is lost may have committed or not (`OutcomeUnknown`).
+   * A transaction on the pool for `place`, tracked in its scope from its wait for a connection to its end. A
+   * COMMIT whose connection was lost is looked up: committed, the work's value; rolled back, the loss (503, not
+   * done); else `OutcomeUnknown`. A request that gave up while its COMMIT was under way is told what came of it.
    */
   const transaction = async <T>(place: Place, inner: (tx: TransactionSql) => Promise<T>): Promise<T> => {
     admit(place);
-    let untrack: (() => void) | undefined;
+    const { scope } = place;
+    const tracked = scope?.transaction();
+    const guard: TransactionGuard = {
+      abandoned: () => scope?.abandoned === true,
+      mark: tracked?.mark ?? { stage: 'waiting' },
+    };
+    const told = (resolution: Resolution) => {
+      if (scope?.abandoned === true && guard.mark.stage === 'committing') scope.resolved?.(resolution);
+    };
     try {
-      const done = await reservedTransaction(place.on as Sql, async (tx) => {
-        const value = await inner(tx);
-        untrack = place.scope?.track('commit');
-        return value;
-      });
+      const begun = () => reservedTransaction(place.on as Sql, inner, texts, guard, held);
+      const value = await retryingConflicts(begun, guard);
       circuit.reached();
-      return done;
+      told('committed');
+      return value;
     } catch (error) {
-      circuit.failed(error);
-      throw untrack !== undefined && isConnectionFailure(error) ? new OutcomeUnknown(error) : error;
+      circuit.failed(error instanceof CommitLost ? error.cause : error);
+      if (guard.mark.stage !== 'committing') throw error;
+      if (!(error instanceof CommitLost)) {
+        told(
+          (error as { code?: unknown }).code === COMMIT_ROLLED_BACK || !isConnectionFailure(error)
+            ? 'rolled-back'
+            : 'unknown',
+        );
+        throw error;
+      }
+      const resolution = await resolveLost(error, statusOf);
+      if (resolution !== 'unknown') told(resolution);
+      if (resolution === 'committed') return error.value as T;
+      if (resolution === 'rolled-back') throw error.cause;
+      // Not known while the request waits: looked up again after it was answered, and told then.
+      const later =
+        error.xid === undefined
+          ? undefined
+          : resolveLost(error, statusOf, RESOLVE_LATER.withinMs, RESOLVE_LATER.intervalMs);
+      void later?.then(told);
+      throw new OutcomeUnknown(error.cause, later);
     } finally {
-      untrack?.();
+      tracked?.untrack();
     }
   };
 
@@ -171,7 +215,7 @@ export function handles(
         return (await run(name, 'exec', params, place)).count;
       },
       begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        // On a transaction, the same one; on the pool, a new one (counted by `sql.reserve`: countPoolUsage()).
+        // On a transaction, the same one; on the pool, a new one (counted in the pool's use: countPoolUsage()).
         return nested(work, (inner) => ('savepoint' in on ? inner(on) : transaction(place, inner)));
       },
       savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
@@ -188,7 +232,7 @@ export function handles(
 /**
  * contract §17: the statements and transactions that may wait for a connection at once, per connection of the
  * pool, and at least (the embedded database has one connection); past that, a new one is refused (503) rather
- * than queued. What a request gave up on leaves the queue at once (scope.ts): this bounds what may wait, not
+ * than queued. What a request gave up on leaves the queue at once (cancellation.ts): this bounds what may wait, not
  * for how long.
  */
 export const WAITING_PER_CONNECTION = 32;

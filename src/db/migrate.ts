@@ -12,7 +12,6 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { readSqlFile, sqlFileNames, SQL_DIR } from './sql-files.ts';
 import type { Database } from './database.ts';
-import { transaction } from './transaction.ts';
 
 export const MIGRATIONS_DIR = join(SQL_DIR, 'migrations');
 
@@ -54,7 +53,7 @@ export async function migrate(db: Database, migrations: readonly Migration[] = r
   const done: string[] = [];
   for (;;) {
     // One transaction per file, and one last that finds nothing to do.
-    const next = await transaction(db.sql, async (tx) => {
+    const next = await db.transaction(async (tx) => {
       await tx.unsafe(db.statement('AcquireMigrationLock').text, [ADVISORY_LOCK_KEY]);
       await tx.unsafe(db.statement('CreateSchemaMigrations').text);
       const rows = await tx.unsafe<{ version: string; name: string; checksum: string }[]>(

@@ -2,17 +2,17 @@
  * How busy the pool is (GET /metrics): pieces of work holding or waiting for
  * a connection, counted around each statement and transaction.
  */
-import type { Sql } from './connection.ts';
 
 /**
  * The pool's use, counted here around every statement run on the pool and
- * every transaction (its reserved connection, `sql.reserve`), since the `postgres` driver exposes
- * neither its busy connections nor its queue. A statement inside a
+ * every transaction (its reserved connection), since the `postgres` driver
+ * exposes neither its busy connections nor its queue. A statement inside a
  * transaction is the transaction's. A connection runs one statement or
  * transaction at a time (the driver pipelines further statements onto busy
  * connections, where they wait all the same), so of `active` pieces of
  * work, `size` at most hold a connection and the rest wait. Two additions
- * per statement: every request pays for it.
+ * per statement: every request pays for it. Nothing of the driver is
+ * changed: its callers count through `counted` and `held`.
  */
 export interface PoolUsage {
   /** Connections the pool may open (`DB_POOL_MAX`; 1 for the embedded database). */
@@ -25,18 +25,20 @@ export interface PoolUsage {
   readonly circuitOpen: boolean;
 }
 
-/** The pool's use, and the wrapper that counts a piece of work in it. */
+/** The pool's use, and the wrappers that count a piece of work in it. */
 export interface PoolCounter {
   readonly pool: PoolUsage;
   /** Counts `work` as active until it settles. */
   readonly counted: <T>(work: PromiseLike<T>) => Promise<T>;
+  /**
+   * Counts a transaction as active from its wait for a connection: the function returned ends it (once, however
+   * often it is called), when the connection was released or never came.
+   */
+  readonly held: () => () => void;
 }
 
-/**
- * Counts the use of `sql`, a pool of `size` connections: every transaction it begins, and what `counted` wraps;
- * `circuit` says whether the database is out of reach.
- */
-export function countPoolUsage(sql: Sql, size: number, circuit: { readonly open: boolean }): PoolCounter {
+/** Counts the use of a pool of `size` connections; `circuit` says whether the database is out of reach. */
+export function countPoolUsage(size: number, circuit: { readonly open: boolean }): PoolCounter {
   let active = 0;
   const counted = async <T>(work: PromiseLike<T>): Promise<T> => {
     active += 1;
@@ -46,25 +48,13 @@ export function countPoolUsage(sql: Sql, size: number, circuit: { readonly open:
       active -= 1;
     }
   };
-  // Every transaction (transaction.ts reserves a connection for each), also migrations' and tests'.
-  const reserve = sql.reserve.bind(sql);
-  sql.reserve = async () => {
+  const held = () => {
     active += 1;
-    let reserved: Awaited<ReturnType<typeof reserve>>;
-    try {
-      reserved = await reserve();
-    } catch (error) {
-      active -= 1;
-      throw error;
-    }
-    const release = reserved.release;
-    let held = true;
-    reserved.release = () => {
-      if (held) active -= 1;
-      held = false;
-      release();
+    let holding = true;
+    return () => {
+      if (holding) active -= 1;
+      holding = false;
     };
-    return reserved;
   };
   const pool: PoolUsage = {
     size,
@@ -78,5 +68,5 @@ export function countPoolUsage(sql: Sql, size: number, circuit: { readonly open:
       return circuit.open;
     },
   };
-  return { pool, counted };
+  return { pool, counted, held };
 }

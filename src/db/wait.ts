@@ -12,7 +12,7 @@
  */
 import type { Database } from './database.ts';
 import { DATABASE_UNREACHABLE, isDatabaseUnavailable, poolerHint } from './errors.ts';
-import { RequestScope } from './scope.ts';
+import { RequestScope } from './cancellation.ts';
 import { firstPeer, identifyPeer, type Peer } from './peer.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../base/logger.ts';

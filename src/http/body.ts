@@ -2,17 +2,22 @@
  * Reading request bodies within the limits of contract §11: at most
  * `maxBytes`, enforced while reading (a chunked body without
  * `Content-Length` is cut off as soon as it passes the limit); within a
- * deadline, so a client that stalls cannot hold a request open; within the
- * process's budget of bytes for all bodies in flight (503 past it); and at a
- * cost linear in its bytes however it is cut up: its bytes go into one
- * buffer as they come (of the declared length when there is one), no piece
- * is kept, and a body that comes in too many small pieces for its size is
- * refused (one byte per chunk costs the parser a call per byte). A client
- * that closes its connection before the whole body arrived is a
- * `ClientAbortError`, never mistaken for a fault of the server or its database.
+ * deadline, with a first byte soon and a least average rate after the first
+ * seconds, so a client that stalls or trickles cannot hold a request open
+ * (408, the connection closed); within the process's budget of bytes for all
+ * bodies in flight (503 past it) and its client's share of it (429 past it),
+ * a body holding only what it has received (its buffer grows as its bytes
+ * arrive, up to its declared length: a declared length reserves nothing);
+ * and at a cost linear in its bytes however it is cut up: its bytes go into
+ * one buffer, no piece is kept, and a body that comes in too many small
+ * pieces for its size is refused (one byte per chunk costs the parser a call
+ * per byte). A client that closes its connection before the whole body
+ * arrived is a `ClientAbortError`, never mistaken for a fault of the server
+ * or its database.
  */
 import type { BodyBudget } from './body-budget.ts';
-import { HttpError } from './problem.ts';
+import { overBudget, overShare, timedOut, tooFragmented, tooLarge, tooSlow } from './body-refusals.ts';
+import type { HttpError } from './problem.ts';
 
 const DECIMAL = /^[0-9]+$/;
 
@@ -24,8 +29,14 @@ const DECIMAL = /^[0-9]+$/;
 export const FREE_PIECES = 256;
 /** The smallest average piece, in bytes, of a body that comes in more than `FREE_PIECES` pieces. */
 export const MIN_PIECE_BYTES = 256;
-/** The first buffer of a body of unknown length (chunked): doubled as it fills, up to the limit. */
+/** The first buffer of a body: doubled as it fills, up to its declared length or the limit. */
 const FIRST_CAPACITY = 16_384;
+
+/** contract §11: a body's first byte comes within this, once its reading starts (after `100 Continue`). */
+export const FIRST_BYTE_MS = 5_000;
+/** contract §11: after this long, a body must have come at `MIN_BYTES_PER_SECOND` on average since it started. */
+export const RATE_GRACE_MS = 5_000;
+export const MIN_BYTES_PER_SECOND = 1_024;
 
 /**
  * The body stream failed: the client closed (or reset) its connection before
@@ -53,7 +64,18 @@ export interface BodyLimits {
   /** Time a client gets to send its whole body. */
   readonly timeoutMs: number;
   readonly budget: BodyBudget;
+  /** Whose share of the budget the body takes: a principal, or an address group (`BodyBudget.take`). */
+  readonly owner: string;
+  /** `FIRST_BYTE_MS`, `RATE_GRACE_MS`, `MIN_BYTES_PER_SECOND`, and how often they are checked (1 s). */
+  readonly pace?: { firstByteMs: number; graceMs: number; minBytesPerSecond: number; checkMs: number };
 }
+
+const PACE = {
+  firstByteMs: FIRST_BYTE_MS,
+  graceMs: RATE_GRACE_MS,
+  minBytesPerSecond: MIN_BYTES_PER_SECOND,
+  checkMs: 1_000,
+};
 
 /** A body read within its limits, and its share of the budget, to give back when its request is answered. */
 export interface ReadBody {
@@ -62,10 +84,10 @@ export interface ReadBody {
 }
 
 /**
- * The share of the budget a body declared `declared` bytes long takes before it is read: 413 past the limit,
- * 503 past the budget. `undefined` for a body of unknown length (chunked), whose share grows as it is read.
+ * The length a body declares (`Content-Length`): 413 past the limit before any byte is read. `undefined` for a
+ * body of unknown length (chunked). Its share of the budget grows as its bytes arrive, whatever it declared.
  */
-export function declaredLength(contentLength: string | null, limits: BodyLimits): number | undefined {
+export function declaredLength(contentLength: string | null, limits: Pick<BodyLimits, 'maxBytes'>): number | undefined {
   if (contentLength === null || !DECIMAL.test(contentLength)) return undefined;
   const declared = Number(contentLength);
   if (declared > limits.maxBytes) throw tooLarge(limits.maxBytes);
@@ -74,7 +96,7 @@ export function declaredLength(contentLength: string | null, limits: BodyLimits)
 
 /**
  * Reads the whole body of `source`, which declared `declared` bytes (`declaredLength()`; `undefined`: chunked),
- * into one buffer, or throws 413, 408 or 503 `HttpError`s, or `ClientAbortError`.
+ * into one buffer, or throws 413, 408, 429 or 503 `HttpError`s, or `ClientAbortError`.
  */
 export async function readBody(
   source: BodySource,
@@ -91,8 +113,19 @@ export async function readBody(
     }
   });
   let timer: NodeJS.Timeout | undefined;
+  let pacer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(timedOut(limits.timeoutMs)), limits.timeoutMs);
+    // contract §11: a first byte soon, then a least average rate: a body that trickles holds no share for long.
+    const pace = limits.pace ?? PACE;
+    const started = performance.now();
+    pacer = setInterval(() => {
+      const elapsed = performance.now() - started;
+      if (buffer.size === 0 && elapsed >= pace.firstByteMs)
+        reject(tooSlow(`no byte came in ${pace.firstByteMs / 1000} s`));
+      else if (elapsed >= pace.graceMs && buffer.size < (pace.minBytesPerSecond * elapsed) / 1000)
+        reject(tooSlow(`it came at less than ${pace.minBytesPerSecond} bytes a second`));
+    }, pace.checkMs);
   });
   try {
     await Promise.race([flow.done, deadline]);
@@ -103,6 +136,7 @@ export async function readBody(
     throw error;
   } finally {
     clearTimeout(timer);
+    clearInterval(pacer);
   }
 }
 
@@ -116,12 +150,22 @@ class BodyBuffer {
   #held = 0;
   /** Why the body was refused, once it was. */
   #refusal: HttpError | undefined;
+  /** The most its buffer grows to: its declared length, or the limit. */
+  readonly #most: number;
 
   constructor(declared: number | undefined, limits: BodyLimits) {
     this.#limits = limits;
-    const capacity = declared ?? Math.min(FIRST_CAPACITY, limits.maxBytes);
+    this.#most = declared ?? limits.maxBytes;
+    // What has not arrived is not held: the buffer starts small and grows with the bytes (a declared length is
+    // no reservation, contract §11).
+    const capacity = Math.min(FIRST_CAPACITY, this.#most);
     this.#hold(capacity);
     this.#bytes = new Uint8Array(capacity);
+  }
+
+  /** Bytes received so far. */
+  get size(): number {
+    return this.#size;
   }
 
   /** Adds `piece`; `false` once the body is refused (the reason is thrown by `result()`). */
@@ -131,8 +175,9 @@ class BodyBuffer {
     const size = this.#size + piece.byteLength;
     try {
       if (size > this.#limits.maxBytes) throw tooLarge(this.#limits.maxBytes);
-      if (this.#pieces > FREE_PIECES + size / MIN_PIECE_BYTES) throw tooFragmented(this.#pieces, size);
-      // A chunked body grows its buffer, and its budget, by doubling (node's parser passes no declared length).
+      if (this.#pieces > FREE_PIECES + size / MIN_PIECE_BYTES)
+        throw tooFragmented(this.#pieces, size, FREE_PIECES, MIN_PIECE_BYTES);
+      // The buffer, and its share of the budget, grow by doubling as the bytes come, up to the declared length.
       if (size > this.#bytes.byteLength) this.#grow(size);
     } catch (error) {
       this.#refusal = error as HttpError;
@@ -153,14 +198,14 @@ class BodyBuffer {
   }
 
   release(): void {
-    this.#limits.budget.give(this.#held);
+    this.#limits.budget.give(this.#held, this.#limits.owner);
     this.#held = 0;
   }
 
   #grow(size: number): void {
     let capacity = Math.max(this.#bytes.byteLength, 1);
     while (capacity < size) capacity *= 2;
-    capacity = Math.min(capacity, this.#limits.maxBytes);
+    capacity = Math.max(size, Math.min(capacity, this.#most));
     this.#hold(capacity - this.#bytes.byteLength);
     const bytes = new Uint8Array(capacity);
     bytes.set(this.#bytes.subarray(0, this.#size));
@@ -168,7 +213,9 @@ class BodyBuffer {
   }
 
   #hold(bytes: number): void {
-    if (!this.#limits.budget.take(bytes)) throw overBudget(this.#limits.budget);
+    const refused = this.#limits.budget.take(bytes, this.#limits.owner);
+    if (refused === 'budget') throw overBudget(this.#limits.budget);
+    if (refused === 'share') throw overShare(this.#limits.budget);
     this.#held += bytes;
   }
 }
@@ -199,35 +246,4 @@ export function streamSource(body: ReadableStream<Uint8Array>): BodySource {
 
 function aborted(cause: unknown): never {
   throw new ClientAbortError(cause);
-}
-
-/** 408, and the connection closed: what is left of the body is not read. */
-function timedOut(ms: number): HttpError {
-  return new HttpError(408, 'request-timeout', {
-    detail: `The request body was not received within ${ms / 1000} s.`,
-    headers: { connection: 'close' },
-  });
-}
-
-function tooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, 'payload-too-large', { detail: `The request body must not exceed ${maxBytes} bytes.` });
-}
-
-function tooFragmented(pieces: number, size: number): HttpError {
-  return new HttpError(413, 'payload-too-large', {
-    detail:
-      `The request body came in ${pieces} pieces for ${size} bytes; at most ${FREE_PIECES} pieces and one more ` +
-      `per ${MIN_PIECE_BYTES} bytes are read. Send it in fewer, larger writes or chunks.`,
-    headers: { connection: 'close' },
-  });
-}
-
-/** 503 with `Retry-After`: the bodies in flight hold the whole budget; a keyed retry is safe. */
-function overBudget(budget: BodyBudget): HttpError {
-  return new HttpError(503, 'unavailable', {
-    detail:
-      `The service is reading as many request bodies as it holds at once (${budget.limit} bytes in all); ` +
-      'nothing was done. Try again shortly.',
-    headers: { 'retry-after': '1', connection: 'close' },
-  });
 }

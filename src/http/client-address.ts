@@ -1,11 +1,13 @@
 /**
  * The client's address behind reverse proxies (contract §16, `TRUST_PROXY`).
  * Only when the connection's peer is a trusted proxy is a forwarded address
- * believed: from `Forwarded` (RFC 7239) when it names one, else from
- * `X-Forwarded-For`. Each proxy appends the address it received the request
- * from, so the list is read from the right, past the trusted proxies, to the
- * first address that is not one: everything left of it was written by the
- * client, or by proxies nobody vouches for, and is never used.
+ * believed, and only from the one field that proxy is configured to write
+ * (`TRUST_PROXY_HEADER`: `X-Forwarded-For`, or `Forwarded`, RFC 7239): the
+ * other field is the client's own writing, which a proxy may pass on
+ * untouched. Each proxy appends the address it received the request from
+ * (or sets it), so the list is read from the right, past the trusted
+ * proxies, to the first address that is not one: everything left of it was
+ * written by the client, or by proxies nobody vouches for, and is never used.
  *
  * A hop that does not say where the request came from (`for=unknown`, an
  * obfuscated `for=_hidden`, no `for` at all, a malformed value) ends the
@@ -65,34 +67,31 @@ export function trustedProxies(ranges: readonly ProxyRange[]): (address: string)
   };
 }
 
+/** The field a trusted proxy writes the client's address in (`TRUST_PROXY_HEADER`), lower case. */
+export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
+export const PROXY_HEADERS: readonly ProxyHeader[] = ['x-forwarded-for', 'forwarded'];
+
 /**
- * The client's address for a request whose connection came from `peer`,
- * given its `Forwarded` and `X-Forwarded-For` fields (as `Headers.get`
- * gives them: repeated lines joined by ", "). A peer that `trusted` rejects
- * is the client, whatever the fields say.
+ * The client's address for a request whose connection came from `peer`, given `field`, the value of the one field
+ * `header` names (as `Headers.get` gives it: repeated lines joined by ", "). A peer that `trusted` rejects is the
+ * client, whatever the field says; so is a trusted peer whose field names nobody.
  *
  * ```ts
  * const trusted = trustedProxies(parseProxyEntry('10.0.0.1') ?? []);
- * clientAddress('10.0.0.1', 'for=192.0.2.60;proto=https', null, trusted); // '192.0.2.60'
- * clientAddress('198.51.100.9', 'for=192.0.2.60', null, trusted);          // '198.51.100.9' (not a proxy)
- * clientAddress('10.0.0.1', null, '203.0.113.5, 192.0.2.60', trusted);     // '192.0.2.60'
+ * clientAddress('10.0.0.1', '203.0.113.5, 192.0.2.60', trusted, 'x-forwarded-for'); // '192.0.2.60'
+ * clientAddress('198.51.100.9', '192.0.2.60', trusted, 'x-forwarded-for');          // '198.51.100.9'
+ * clientAddress('10.0.0.1', 'for=192.0.2.60;proto=https', trusted, 'forwarded');     // '192.0.2.60'
  * ```
  */
 export function clientAddress(
   peer: string,
-  forwarded: string | null,
-  xForwardedFor: string | null,
+  field: string | null,
   trusted: (address: string) => boolean,
+  header: ProxyHeader = 'x-forwarded-for',
 ): string {
   const self = unmapped(peer);
-  if (!trusted(self)) return self;
-  if (forwarded !== null) {
-    const hops = forwardedFor(forwarded);
-    // A Forwarded field naming no hop at all (only proto=, say) leaves X-Forwarded-For to speak.
-    if (hops.some((hop) => hop !== undefined)) return rightmostUntrusted(hops, self, trusted);
-  }
-  if (xForwardedFor !== null) return rightmostUntrusted(xForwardedFor.split(','), self, trusted);
-  return self;
+  if (!trusted(self) || field === null) return self;
+  return rightmostUntrusted(header === 'forwarded' ? forwardedFor(field) : field.split(','), self, trusted);
 }
 
 /**

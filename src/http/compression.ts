@@ -24,7 +24,7 @@ export type Coding = 'gzip' | 'br';
 /**
  * Below this, coding saves less than it costs: a gzip header and trailer are
  * 18 bytes, and a page of 3 orders (1.2 KB) codes to a quarter in ~30 µs. The
- * threshold of contract §16; docs/performance.md measures what coding costs.
+ * threshold of contract §16; docs/record/performance.md measures what coding costs.
  */
 export const MIN_CODED_BYTES = 1024;
 
@@ -111,7 +111,7 @@ export function tagMatches(given: string, current: string): boolean {
 /**
  * Dynamic answers: gzip level 3 and brotli quality 1. Measured on a page of
  * 100 orders (46 KB of version 2 JSON): both code it to 4.5 KB in ~120 µs,
- * where gzip 6 and brotli 4 take ~270 µs for 3.6–3.7 KB (docs/performance.md,
+ * where gzip 6 and brotli 4 take ~270 µs for 3.6–3.7 KB (docs/record/performance.md,
  * scenario 6): the bytes a client saves are nearly the same, the CPU half.
  */
 const DYNAMIC_GZIP = { level: 3 };

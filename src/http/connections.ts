@@ -11,7 +11,11 @@ import type { Socket } from 'node:net';
 import { addressGroup } from './rate-limit.ts';
 
 export interface ConnectionCaps {
-  /** contract §11: connections open at once; one more is closed as it arrives. */
+  /**
+   * contract §11: connections open at once. Past it, the oldest idle keep-alive connection is closed to make
+   * room; with none idle, a new one is taken into a reserve of `HEALTH_RESERVE` that serves health checks only
+   * (`/healthz`, `/readyz`: contract §11, they keep answering); past that, it is closed as it arrives.
+   */
   readonly maxConnections?: number;
   /** contract §11: connections one client address (an IPv6 /64, `addressGroup()`) may hold at once. */
   readonly maxConnectionsPerAddress?: number;
@@ -19,6 +23,14 @@ export interface ConnectionCaps {
   readonly sharedAddress?: (address: string) => boolean;
   /** Told of each connection closed as it arrived, past the process's cap or its address's. */
   readonly onRefused?: (cap: 'process' | 'address') => void;
+}
+
+/** contract §11: connections past `maxConnections` that are kept for health checks (`/healthz`, `/readyz`). */
+export const HEALTH_RESERVE = 16;
+
+/** What the caps need of the server: closing its oldest idle keep-alive connection (`false`: none is idle). */
+export interface IdleConnections {
+  closeOldest(): boolean;
 }
 
 /** contract §11: the time a connection has to send a whole request head. */
@@ -32,19 +44,38 @@ export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
  */
 export const DRAIN_MAX_BYTES = 65_536;
 
+/** How a connection was admitted: in full, or into the reserve for health checks. */
+export type Admission = 'full' | 'health' | false;
+
 /**
- * Puts `caps` on `server`: node itself closes a connection past the process's cap (and says `drop`); the
- * function returned admits a new connection, or closes it (`false`) when its address holds its share already,
- * and gives the share back when an admitted one closes.
+ * Puts `caps` on `server`: node itself closes a connection past the process's cap and its reserve (and says
+ * `drop`); the function returned admits a new connection, or closes it (`false`) when its address holds its
+ * share already, and gives the share back when an admitted one closes. Past the process's cap it first closes
+ * the oldest idle keep-alive connection of `idle`; with none, the new one is admitted for health checks only.
  */
-export function capConnections(server: Server, caps: ConnectionCaps): (socket: Socket) => boolean {
-  if (caps.maxConnections !== undefined) server.maxConnections = caps.maxConnections;
+export function capConnections(
+  server: Server,
+  caps: ConnectionCaps,
+  idle: IdleConnections,
+): (socket: Socket) => Admission {
+  if (caps.maxConnections !== undefined) server.maxConnections = caps.maxConnections + HEALTH_RESERVE;
   server.on('drop', () => caps.onRefused?.('process'));
   const cap = caps.maxConnectionsPerAddress ?? Infinity;
+  const most = caps.maxConnections ?? Infinity;
   const held = new Map<string, number>();
+  let open = 0;
+  const counted = (socket: Socket): Admission => {
+    open += 1;
+    socket.once('close', () => {
+      open -= 1;
+    });
+    if (open <= most || idle.closeOldest()) return 'full';
+    caps.onRefused?.('process');
+    return 'health';
+  };
   return (socket) => {
     const address = socket.remoteAddress ?? '';
-    if (cap === Infinity || caps.sharedAddress?.(address) === true) return true;
+    if (cap === Infinity || caps.sharedAddress?.(address) === true) return counted(socket);
     const group = addressGroup(address);
     const count = held.get(group) ?? 0;
     if (count >= cap) {
@@ -58,7 +89,7 @@ export function capConnections(server: Server, caps: ConnectionCaps): (socket: S
       if (left === 0) held.delete(group);
       else held.set(group, left);
     });
-    return true;
+    return counted(socket);
   };
 }
 

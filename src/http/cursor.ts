@@ -1,38 +1,56 @@
 /**
  * The `cursor` of a collection's next page (contract §4): the keyset position
  * of the last row sent and the number of the page it leads to, bound by a
- * fingerprint to the collection, its filters and its order, and signed with
- * the service's cursor key (an HMAC; every process shares the key through the
- * database). Made here, and taken back only if it is one this service made,
- * unchanged, for the same query, each value of its key's type: nothing of a
- * refused cursor reaches SQL. Pure.
+ * fingerprint to the collection, its filters, its order, its page size and
+ * the client it was given to, and sealed under the service's cursor key
+ * (AES-256-GCM: opaque, and authenticated; every process shares the key
+ * through the database). The key can be rotated: a cursor is sealed under the
+ * current key and opened under any of the keys given (the current and the
+ * previous). Made here, and taken back only if it is one this service made,
+ * unchanged, for the same query and client, each value of its key's type:
+ * nothing of a refused cursor reaches SQL. Pure.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac } from 'node:crypto';
 import { sortOrder, type KeyType, type SortKey } from './sort-order.ts';
 
 /** The longest `cursor` taken: far above any this service makes (about 200 characters). */
 export const MAX_CURSOR_LENGTH = 512;
 
-/** What a cursor is bound to: the query's filters and sort. */
+/** What a cursor is bound to: the query's filters, sort and page size, and the client it was given to. */
 export interface CursorScope {
   readonly sort: readonly SortKey[];
   readonly filters: Readonly<Record<string, unknown>>;
+  readonly pageSize: number;
+  /** Who it was given to: `user 7`, or `anyone` on a public collection. */
+  readonly principal: string;
 }
 
-const CURSOR_VERSION = 2;
+const CURSOR_VERSION = 3;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
-/** The bytes of the HMAC-SHA256 a cursor keeps: 128 bits, beyond any forging by trial. */
-const SIGNATURE_BYTES = 16;
+const IV_BYTES = 12;
+/** GCM's tag: 128 bits, beyond any forging by trial. */
+const TAG_BYTES = 16;
+const AAD = Buffer.from('orders-cursor.v3');
 
-/** The signature of a cursor's payload (its base64url text) under `key`. */
-function signature(key: Uint8Array, payload: string): Buffer {
-  return createHmac('sha256', key).update(`orders-cursor.${payload}`).digest().subarray(0, SIGNATURE_BYTES);
+/** The sealing key of cursor key `key`: the key itself signs nothing else, and is never used raw. */
+function sealingKey(key: Uint8Array): Buffer {
+  return createHmac('sha256', key).update('orders-cursor-seal').digest();
 }
 
 /**
- * The fingerprint of what a cursor is made for: the collection, its filters
- * (as parsed, by name) and its order. 96 bits of SHA-256: it tells a
- * cursor used with another query from its own, and is no secret.
+ * The IV a payload is sealed with: derived from the payload under its own key (a synthetic IV), so one page's
+ * `next` link is the same each time it is served (its body and its ETag with it), and an IV is never used again
+ * for another payload. It tells only that two cursors are the same one.
+ */
+function syntheticIv(key: Uint8Array, payload: string): Buffer {
+  const ivKey = createHmac('sha256', key).update('orders-cursor-iv').digest();
+  return createHmac('sha256', ivKey).update(payload).digest().subarray(0, IV_BYTES);
+}
+
+/**
+ * The fingerprint of what a cursor is made for: the collection, its filters (as parsed, by name), its order,
+ * its page size and its client. 96 bits of SHA-256: it tells a cursor used with another query, or by another
+ * client, from its own.
  */
 function fingerprint(collection: string, scope: CursorScope): string {
   const order = sortOrder(scope.sort).map((k) => `${k.descending ? '-' : ''}${k.key}`);
@@ -40,18 +58,20 @@ function fingerprint(collection: string, scope: CursorScope): string {
     .filter(([, value]) => value !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256')
-    .update(JSON.stringify([collection, order, filters]))
+    .update(JSON.stringify([collection, order, filters, scope.pageSize, scope.principal]))
     .digest('base64url')
     .slice(0, 16);
 }
 
 /**
  * The `cursor` of page `page`, the page after the row whose keyset position is `values` (its value of each key
- * of `sortOrder()`, as the database gives them as text): base64url of
- * `{"v":2,"f":<fingerprint>,"k":[values],"p":page}`, a dot, and base64url of its signature under `key`.
+ * of `sortOrder()`, as the database gives them as text): `{"v":3,"f":<fingerprint>,"k":[values],"p":page}`
+ * sealed under `key` (AES-256-GCM: a 96-bit IV derived from the payload, the ciphertext and its 128-bit tag), in
+ * base64url: the same position gives the same cursor.
  *
  * @example
- * encodeCursor(key, '/orders', { sort: [], filters: {} }, ['42'], 3) // 'eyJ2IjoyLCJmIjoi….Xb2…'
+ * encodeCursor(key, '/orders', { sort: [], filters: {}, pageSize: 20, principal: 'user 7' }, ['42'], 3)
+ * // 'Xb2…' (opaque)
  */
 export function encodeCursor(
   key: Uint8Array,
@@ -61,8 +81,27 @@ export function encodeCursor(
   page: number,
 ): string {
   const payload = { v: CURSOR_VERSION, f: fingerprint(collection, scope), k: values, p: page };
-  const text = Buffer.from(JSON.stringify(payload), 'utf8').toString('base64url');
-  return `${text}.${signature(key, text).toString('base64url')}`;
+  const text = JSON.stringify(payload);
+  const iv = syntheticIv(key, text);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey(key), iv).setAAD(AAD);
+  const sealed = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The payload `bytes` holds if one of `keys` sealed it; `undefined` if none did (or it was changed). */
+function opened(keys: readonly Uint8Array[], bytes: Buffer): Buffer | undefined {
+  const iv = bytes.subarray(0, IV_BYTES);
+  const tag = bytes.subarray(bytes.length - TAG_BYTES);
+  const sealed = bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES);
+  for (const key of keys) {
+    const decipher = createDecipheriv('aes-256-gcm', sealingKey(key), iv).setAAD(AAD).setAuthTag(tag);
+    try {
+      return Buffer.concat([decipher.update(sealed), decipher.final()]);
+    } catch {
+      // Not sealed under this key (or changed): the next key, if any.
+    }
+  }
+  return undefined;
 }
 
 /** Where a cursor leads: after the keyset position `values`, to page number `page`. */
@@ -71,34 +110,35 @@ export interface CursorPosition {
   readonly page: number;
 }
 
+/** Why a cursor was refused; `unopened`: none of the keys sealed it (one newer than these may have). */
+export interface CursorRefusal {
+  readonly error: string;
+  readonly unopened?: true;
+}
+
 /**
- * The position `text` leads to, if it is a cursor this service made (signed under `key`, unchanged) for
- * `collection` with these filters and this sort, each value of the type of its key; else why not. Nothing of a
- * refused cursor reaches SQL.
+ * The position `text` leads to, if it is a cursor this service made (sealed under one of `keys`, unchanged)
+ * for `collection` with these filters, sort and page size, for this client, each value of the type of its key;
+ * else why not. Nothing of a refused cursor reaches SQL.
  */
 export function decodeCursor(
-  key: Uint8Array,
+  keys: readonly Uint8Array[],
   text: string,
   collection: string,
   scope: CursorScope,
   types: Readonly<Record<string, KeyType>>,
-): CursorPosition | { readonly error: string } {
+): CursorPosition | CursorRefusal {
   const malformed = { error: "is not a cursor of this collection; pass the next link's cursor exactly as given" };
-  if (text.length > MAX_CURSOR_LENGTH) return malformed;
-  const [payloadText, signed, ...rest] = text.split('.');
-  if (payloadText === undefined || signed === undefined || rest.length > 0) return malformed;
-  if (!BASE64URL.test(payloadText) || !BASE64URL.test(signed)) return malformed;
-  const given = Buffer.from(signed, 'base64url');
-  // One text per cursor: a cursor whose parts re-encode otherwise was not made here.
-  if (given.length !== SIGNATURE_BYTES || given.toString('base64url') !== signed) return malformed;
-  // Signed by this service (in constant time: the time taken says nothing of the signature), before anything
-  // of the payload is read.
-  if (!timingSafeEqual(given, signature(key, payloadText))) return malformed;
-  const bytes = Buffer.from(payloadText, 'base64url');
-  if (bytes.toString('base64url') !== payloadText) return malformed;
+  if (text.length > MAX_CURSOR_LENGTH || !BASE64URL.test(text)) return malformed;
+  const bytes = Buffer.from(text, 'base64url');
+  // One text per cursor: a cursor that re-encodes otherwise was not made here.
+  if (bytes.length <= IV_BYTES + TAG_BYTES || bytes.toString('base64url') !== text) return malformed;
+  // Sealed by this service, before anything of the payload is read.
+  const payloadBytes = opened(keys, bytes);
+  if (payloadBytes === undefined) return { ...malformed, unopened: true };
   let payload: unknown;
   try {
-    payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    payload = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payloadBytes));
   } catch (error) {
     // Not UTF-8 (TypeError from the decoder), or not JSON (SyntaxError).
     if (error instanceof TypeError || error instanceof SyntaxError) return malformed;
@@ -106,11 +146,15 @@ export function decodeCursor(
   }
   if (!isCursorPayload(payload)) return malformed;
   if (payload.f !== fingerprint(collection, scope))
-    return { error: 'was made for other filters or another sort; keep those of the link that gave it' };
-  const keys = sortOrder(scope.sort);
-  if (payload.k.length !== keys.length) return malformed;
-  for (const [i, key] of keys.entries()) {
-    const type = types[key.key];
+    return {
+      error:
+        'was made for other filters, another sort or page size, or another client; keep those of the link that ' +
+        'gave it',
+    };
+  const order = sortOrder(scope.sort);
+  if (payload.k.length !== order.length) return malformed;
+  for (const [i, sortKey] of order.entries()) {
+    const type = types[sortKey.key];
     if (type === undefined || !validValue(type, payload.k[i] as string)) return malformed;
   }
   return { values: payload.k, page: payload.p };

@@ -70,22 +70,32 @@ export const positiveId: FilterParser<number> = (value) => {
   return n === undefined ? { error: 'must be a positive integer' } : { value: n };
 };
 
+/** What a cursor is checked against beside the query: the keys it may be sealed under, and its client. */
+export interface CursorContext {
+  /** The current cursor key first, then the previous (contract §4: rotatable). */
+  readonly keys: readonly Uint8Array[];
+  /** Who asks: `user 7`, or `anyone` on a public collection. */
+  readonly principal: string;
+}
+
 /**
  * Parses `search` against `spec`, collecting every error rather than
  * stopping at the first. `collection` names the collection a cursor is bound
- * to (its path without the version prefix), with the filters and the order;
- * `key` is the key cursors are signed with.
+ * to (its path without the version prefix), with the filters, the order and
+ * the page size; `cursors` says the keys and the client. A failure whose
+ * cursor none of the keys opened says `unopened` (a key newer than these
+ * may have sealed it).
  *
  * @example
- * parseListQuery(new URLSearchParams('sort=-createdAt&page=2'), spec, '/orders', key)
+ * parseListQuery(new URLSearchParams('sort=-createdAt&page=2'), spec, '/orders', { keys, principal: 'user 7' })
  * // { ok: true, value: { page: 2, pageSize: 20, sort: [{ key: 'createdAt', descending: true }], filters: {} } }
  */
 export function parseListQuery<K extends string, F extends Record<string, unknown>>(
   search: URLSearchParams,
   spec: ListSpec<K, F>,
   collection: string,
-  key: Uint8Array,
-): ParseResult<ListQuery<K, F>> {
+  cursors: CursorContext,
+): ParseResult<ListQuery<K, F>> & { readonly unopened?: true } {
   const errors: QueryError[] = [];
   const seen = new Set<string>();
   const repeated = new Set<string>();
@@ -135,17 +145,21 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
     });
   }
   let position: CursorPosition | undefined;
+  let unopened = false;
   if (cursor !== undefined && !repeated.has('cursor')) {
     if (seen.has('page')) {
       errors.push({ parameter: 'cursor', detail: 'cannot be given with page: the cursor carries its page number' });
     } else if (errors.length === 0) {
       // Only a query that parsed has filters and a sort to check the cursor against.
-      const decoded = decodeCursor(key, cursor, collection, { sort, filters }, spec.keyTypes);
-      if ('error' in decoded) errors.push({ parameter: 'cursor', detail: decoded.error });
-      else position = decoded;
+      const scope = { sort, filters, pageSize, principal: cursors.principal };
+      const decoded = decodeCursor(cursors.keys, cursor, collection, scope, spec.keyTypes);
+      if ('error' in decoded) {
+        errors.push({ parameter: 'cursor', detail: decoded.error });
+        unopened = decoded.unopened === true;
+      } else position = decoded;
     }
   }
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return unopened ? { ok: false, errors, unopened } : { ok: false, errors };
   const common = { pageSize, sort, filters };
   return {
     ok: true,

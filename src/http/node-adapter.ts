@@ -11,6 +11,7 @@ import { createServer, ServerResponse, type IncomingMessage, type Server } from 
 import type { Socket } from 'node:net';
 import { contentOf, fieldsOf } from './response.ts';
 import { IncomingRequest, originForm } from './incoming-request.ts';
+import { Client, type ClientInfo } from './client-info.ts';
 import {
   capConnections,
   type ConnectionCaps,
@@ -22,19 +23,6 @@ import {
   MAX_PIPELINED,
   pipelineTurns,
 } from './connections.ts';
-
-export interface ClientInfo {
-  /** The peer's address, for per-client rate limits and logs. */
-  readonly remoteAddress: string;
-  /**
-   * The path of the request target exactly as it arrived: not decoded, its
-   * dot-segments and backslashes left in place (URL parsing resolves them in
-   * `request.url`), so that routing sees what the client sent. A target that
-   * is no path (`*`, `host:443`) is given as it is. Absent for a `Request`
-   * that came from elsewhere: then the path of `request.url`.
-   */
-  readonly path?: string;
-}
 
 export type FetchHandler = (request: Request, client: ClientInfo) => Promise<Response>;
 
@@ -75,13 +63,22 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     if (current === undefined) return;
     const busy = current + change;
     connections.set(socket, busy);
+    // contract §11: a connection between requests is idle, the longest idle first to go near the cap.
+    idle.delete(socket);
+    if (busy === 0 && change < 0) idle.add(socket);
     if (closing && busy === 0) socket.destroySoon();
   };
+  /** Keep-alive connections between two requests, the longest idle first. */
+  const idle = new Set<Socket>();
   const inTurn = pipelineTurns();
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
     const socket = req.socket;
     settle(socket, +1);
-    res.once('close', () => settle(socket, -1));
+    const client = new Client(req, healthOnly.has(socket));
+    res.once('close', () => {
+      settle(socket, -1);
+      if (!res.writableFinished) client.left();
+    });
     // contract §11: a client that has more requests waiting on one connection than any client that
     // reads its answers would is cut off, with them: node parses a whole read (64 KiB, some thousands of
     // small pipelined requests) at once, and each would hold its request and response objects until served.
@@ -90,7 +87,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
       return;
     }
     const run = () =>
-      serve(handler, req, res, expectsContinue, () => closing, options.lingerMs).catch((error: unknown) => {
+      serve(handler, client, req, res, expectsContinue, () => closing, options.lingerMs).catch((error: unknown) => {
         // Only a failure to write the response lands here (the client went away
         // mid-body, say): the handler itself never throws.
         res.destroy(error instanceof Error ? error : new Error(String(error)));
@@ -111,11 +108,25 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   // body stage starts reading, so a request refused from its head alone (401, 413, 429…) never gets the body.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
   // contract §11: the caps on connections, the process's and each client address's (connections.ts).
-  const admit = capConnections(server, options);
+  const healthOnly = new WeakSet<Socket>();
+  const admit = capConnections(server, options, {
+    closeOldest() {
+      const oldest = idle.values().next().value;
+      if (oldest === undefined) return false;
+      idle.delete(oldest);
+      oldest.destroy();
+      return true;
+    },
+  });
   server.on('connection', (socket: Socket) => {
-    if (!admit(socket)) return;
+    const admitted = admit(socket);
+    if (admitted === false) return;
+    if (admitted === 'health') healthOnly.add(socket);
     connections.set(socket, 0);
-    socket.once('close', () => connections.delete(socket));
+    socket.once('close', () => {
+      connections.delete(socket);
+      idle.delete(socket);
+    });
   });
   // Node hands a CONNECT request over as a bare socket, and without this
   // listener drops it; contract §5 wants it answered like any other method.
@@ -127,7 +138,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     settle(socket, +1);
     res.once('close', () => settle(socket, -1));
     res.once('finish', () => socket.destroySoon());
-    serve(handler, req, res, false, () => true).catch(() => socket.destroy());
+    serve(handler, new Client(req), req, res, false, () => true).catch(() => socket.destroy());
   });
   return {
     server,
@@ -148,6 +159,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
 
 async function serve(
   handler: FetchHandler,
+  client: Client,
   req: IncomingMessage,
   res: ServerResponse,
   expectsContinue: boolean,
@@ -165,16 +177,15 @@ async function serve(
   };
   // Anything but origin- or absolute-form gets a URL path that routes nowhere.
   const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target', beforeBody);
-  const response = await handler(request as unknown as Request, {
-    remoteAddress: req.socket.remoteAddress ?? '',
-    path,
-  });
+  client.path = path;
+  const response = await handler(request as unknown as Request, client);
   // contract §11: a body left unread is drained only when it was never touched, is small and is on its way (its
   // client does not wait for 100 Continue); else the connection ends with this answer. A body whose reading
   // stopped midway (refused) leaves the connection where nothing can follow on it.
   const keep = req.complete || (!started && !expectsContinue && drainable(req));
   if (!keep) lingeringClose(req.socket, lingerMs);
-  const streamed = writeResponse(req, res, response, closing() || !keep);
+  // A connection of the health reserve serves one answer, then goes: the room is for the next check.
+  const streamed = writeResponse(req, res, response, closing() || !keep || client.healthOnly);
   if (streamed !== undefined) await streamed;
 }
 

@@ -164,9 +164,6 @@ export function outcomeUnknownError(): HttpError {
 }
 
 /** The 503 answer while the database cannot be reached (contract §5). */
-export function unavailableError(): HttpError {
-  return new HttpError(503, 'unavailable', {
-    detail: 'The database cannot be reached; try again shortly.',
-    headers: { 'retry-after': '5' },
-  });
+export function unavailableError(detail = 'The database cannot be reached; try again shortly.'): HttpError {
+  return new HttpError(503, 'unavailable', { detail, headers: { 'retry-after': '5' } });
 }

@@ -9,6 +9,12 @@ import { named } from '../openapi/atoms.ts';
 /** contract §1: `/readyz` answers within 2 s, whatever the database does. */
 export const READY_TIMEOUT_MS = 1_500;
 
+/** Why the database the writes go to is not ready for them. */
+export const CANNOT_WRITE = {
+  standby: 'The database (DATABASE_URL) is a standby in recovery: it cannot take writes.',
+  readOnly: 'The database (DATABASE_URL) is read-only (default_transaction_read_only): it cannot take writes.',
+};
+
 const HEALTH = named('Health', v.strictObject({ status: v.literal('ok') }));
 const READY = named(
   'Ready',
@@ -57,21 +63,26 @@ export const healthRoutes: readonly RouteSpec[] = [
     versioned: false,
     rateLimited: 'never',
     doc: {
-      summary: 'Readiness: 200 when the database answers, else 503',
+      summary: 'Readiness: 200 when the database answers and can take writes, else 503',
       description:
-        'Pings the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
-        'does not answer in time. Public, never cached, never rate limited. With a read replica ' +
+        'Asks the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
+        'does not answer in time, or when it cannot take writes (a standby, a read-only server: the detail ' +
+        'says which). Public, never cached, never rate limited. With a read replica ' +
         '(DATABASE_READ_URL), the body says its state (in-use, lagging, unreachable) and lag; readiness never ' +
         'fails on it: the primary answers the reads a replica cannot.',
       success: { status: 200, schema: READY },
     },
     handler: async (ctx) => {
+      let found: { recovery: boolean; read_only: boolean } | undefined;
       try {
-        await withDeadline(ctx.db.one('Ping'), READY_TIMEOUT_MS);
+        found = await withDeadline(ctx.db.one('Readiness'), READY_TIMEOUT_MS);
       } catch {
         // Whatever the cause, the answer is "not ready"; the pipeline logs nothing for it.
         throw unavailableError();
       }
+      // contract §17: a server that cannot write is no primary for the writes (a standby, after a failover).
+      if (found?.recovery === true) throw unavailableError(CANNOT_WRITE.standby);
+      if (found?.read_only === true) throw unavailableError(CANNOT_WRITE.readOnly);
       const replica = ctx.services.reads?.replica.status();
       return jsonResponse(
         replica === undefined

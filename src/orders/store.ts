@@ -62,7 +62,7 @@ export async function getOrderRevision(db: Db, id: number, principal: Principal)
 
 /**
  * The reads of one order, each gathered with the same read of other requests in one turn (src/db/batch.ts). The
- * JSON's batches of 16 or more go out in halves, two backends building them (docs/performance.md: GET 1.10 x).
+ * JSON's batches of 16 or more go out in halves, two backends building them (docs/record/performance.md: GET 1.10 x).
  */
 const ORDER_JSON: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch', halvesFrom: 16 };
 const ORDER_JSON_V2: BatchedRead = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch', halvesFrom: 16 };
@@ -79,9 +79,7 @@ const totalTooLarge = (): HttpError =>
   validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
 
 async function requireUser(db: Db, userId: number): Promise<void> {
-  if ((await db.one('GetUser', [userId])) === undefined) {
-    throw unknownUser(userId);
-  }
+  if ((await db.one('GetUser', [userId])) === undefined) throw unknownUser(userId);
 }
 
 /** Runs `write`, turning a total past numeric(12,2) into a 422 rather than a 500. */

@@ -90,7 +90,8 @@ const FOOTER =
   '<p>Every error of the Orders service is an RFC 9457 problem (<code>application/problem+json</code>) ' +
   'whose <code>type</code> names a page like this one. ' +
   'This page is also served as <code>text/markdown</code> and <code>application/json</code>: ' +
-  'ask for them with <code>Accept</code>. The whole API: <a href="/docs">API reference</a>.</p>';
+  'ask for them with <code>Accept</code>. Every problem type: <a href="/problems">/problems</a>. ' +
+  'The whole API: <a href="/docs">API reference</a>.</p>';
 
 /** The HTML page: self-contained, its only style inline (allowed by `PROBLEM_PAGE_CSP`). */
 export function renderHtml(page: ProblemPage): string {

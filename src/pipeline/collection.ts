@@ -6,6 +6,7 @@
  * within 10,000 rows, by keyset after a cursor), and answer with the envelope
  * `{data, meta}` and the RFC 8288 `Link` header, whose `next` is a cursor.
  */
+import type { CursorKeys } from '../db/keys.ts';
 import { fetchPage, type PageSql } from '../db/page.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { Handler, RequestContext } from './context.ts';
@@ -53,17 +54,29 @@ export function collectionOf(url: URL): string {
 }
 
 /**
- * Parses the collection query of `url` against `spec` (its cursor checked against `cursorKey`), or throws 400
- * `invalid-query` naming every bad parameter.
+ * Parses the collection query of `url` against `spec` (its cursor checked against `cursors`' keys, for
+ * `principal`), or throws 400 `invalid-query` naming every bad parameter. A cursor none of the keys opens is
+ * tried once more after the keys are read again: another process may have rotated them (contract §4).
  */
-export function listQueryOf<K extends string, F extends Record<string, unknown>>(
+export async function listQueryOf<K extends string, F extends Record<string, unknown>>(
   url: URL,
   spec: ListSpec<K, F>,
-  cursorKey: Uint8Array,
-): ListQuery<K, F> {
-  const parsed = parseListQuery(url.searchParams, spec, collectionOf(url), cursorKey);
+  cursors: CursorKeys,
+  principal: string,
+): Promise<ListQuery<K, F>> {
+  const parse = () => parseListQuery(url.searchParams, spec, collectionOf(url), { keys: cursors.keys, principal });
+  let parsed = parse();
+  if (!parsed.ok && parsed.unopened === true) {
+    await cursors.reload();
+    parsed = parse();
+  }
   if (parsed.ok) return parsed.value;
   throw invalidQuery(parsed.errors);
+}
+
+/** Who a cursor is given to (contract §4): the principal, or anyone on a public collection. */
+export function cursorPrincipal(ctx: RequestContext): string {
+  return ctx.principal === undefined ? 'anyone' : `user ${ctx.principal.userId}`;
 }
 
 /** What one list route declares; `collectionHandler()` does the rest. */
@@ -91,14 +104,23 @@ export function collectionHandler<Row, K extends string, F extends Record<string
 ): Handler {
   return async (ctx) => {
     const before = (await collection.before?.(ctx)) as A;
-    const { cursorKey } = ctx.services;
-    const query = listQueryOf(ctx.url, collection.list, cursorKey);
+    const { cursorKeys } = ctx.services;
+    const principal = cursorPrincipal(ctx);
+    const query = await listQueryOf(ctx.url, collection.list, cursorKeys, principal);
     const sql = await collection.sql(ctx, query, before);
     const order = sortOrder(query.sort).map((k) => ({ ...k, type: collection.list.keyTypes[k.key] }));
     const position = query.after === undefined ? { page: query.page } : { after: query.after };
     const { rows, total, next } = await fetchPage<Row>(ctx.db, sql, { pageSize: query.pageSize, order, ...position });
     const cursor =
-      next === undefined ? undefined : encodeCursor(cursorKey, collectionOf(ctx.url), query, next, query.page + 1);
+      next === undefined
+        ? undefined
+        : encodeCursor(
+            cursorKeys.keys[0] as Uint8Array,
+            collectionOf(ctx.url),
+            { ...query, principal },
+            next,
+            query.page + 1,
+          );
     return collectionResponse(
       ctx.url,
       rows.map((row) => collection.represent(row, ctx.version)),

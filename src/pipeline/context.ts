@@ -2,6 +2,7 @@
  * What the pipeline hands a route's handler, and what a route declares of
  * itself: the types every feature builds on (src/pipeline/pipeline.ts runs them).
  */
+import type { CursorKeys } from '../db/keys.ts';
 import type { Authenticator, Principal } from '../auth/authenticator.ts';
 import type { Scope } from '../auth/tokens.ts';
 import type { Config } from '../config/config.ts';
@@ -23,8 +24,8 @@ export interface Services {
   readonly db: Database;
   readonly log: Logger;
   readonly authenticator: Authenticator;
-  /** contract §4: the key the cursors of collection pages are signed with, shared by every process. */
-  readonly cursorKey: Uint8Array;
+  /** contract §4: the keys the cursors of collection pages are sealed with, shared by every process. */
+  readonly cursorKeys: CursorKeys;
   /**
    * How long a request may wait for the database in all (contract §11); tests shorten it. Default
    * `DATABASE_DEADLINE_MS`.

@@ -14,12 +14,12 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db } from '../db/database.ts';
 import type { RequestClock } from '../db/errors.ts';
-import { RequestScope } from '../db/scope.ts';
+import { RequestScope } from '../db/cancellation.ts';
 import { NO_CONDITIONS, type Conditions } from '../http/conditional.ts';
-import { clientAddress } from '../http/client-address.ts';
+import { clientAddress, type ProxyHeader } from '../http/client-address.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import { fieldOf } from '../http/incoming-request.ts';
-import type { ClientInfo } from '../http/node-adapter.ts';
+import type { ClientInfo } from '../http/client-info.ts';
 import type { Params, Router, RouteMatch } from '../http/router.ts';
 import type { Handler, HandlerServices, RequestContext, RouteSpec } from './context.ts';
 
@@ -43,6 +43,8 @@ export interface Exchange {
   deadline: RequestClock | undefined;
   /** What the request has under way in the database, to cancel when it gives up (contract §17). */
   readonly scope: RequestScope;
+  /** The client, as the node bridge tells of it: its going away (`ClientInfo.gone`). */
+  readonly client: ClientInfo;
   /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
   body: Uint8Array;
   /** What the router found for the method and path, when the request arrived. */
@@ -83,6 +85,8 @@ export interface Source {
 export interface ExchangeParts {
   /** contract §16: whether an address is a trusted proxy's; `undefined` without `TRUST_PROXY`. */
   readonly trusted: ((address: string) => boolean) | undefined;
+  /** contract §16: the one field a trusted proxy writes the client's address in (`TRUST_PROXY_HEADER`). */
+  readonly proxyHeader: ProxyHeader;
   readonly router: Router<RouteSpec>;
   readonly database: Source;
   readonly services: HandlerServices;
@@ -108,11 +112,12 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     address:
       trusted === undefined
         ? client.remoteAddress
-        : clientAddress(client.remoteAddress, header('forwarded'), header('x-forwarded-for'), trusted),
+        : clientAddress(client.remoteAddress, header(parts.proxyHeader), trusted, parts.proxyHeader),
     services: parts.services,
     preflight: false,
     deadline: undefined,
     scope: new RequestScope(),
+    client,
     body: EMPTY,
     match,
     route: found ? match.handler : undefined,

@@ -28,7 +28,7 @@
  * compression, CORS and observe stages then add to whatever it is). docs/architecture.md
  * draws the path of a GET and of a keyed POST through them.
  */
-import type { ClientInfo } from '../http/node-adapter.ts';
+import type { ClientInfo } from '../http/client-info.ts';
 import { corsPolicy } from '../http/cors.ts';
 import { trustedProxies } from '../http/client-address.ts';
 import { createRouter, type Route } from '../http/router.ts';
@@ -40,7 +40,7 @@ import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } fr
 import { authorize } from './stages/authorize.ts';
 import { databaseDeadline, requestBody, work } from './stages/body.ts';
 import type { Answer } from './answer.ts';
-import { createBodyBudget, type BodyBudget } from '../http/body-budget.ts';
+import { createBodyBudget, shareOf, type BodyBudget } from '../http/body-budget.ts';
 import { compression } from './stages/compression.ts';
 import { conditional, preconditions } from './stages/conditional.ts';
 import { cors } from './stages/cors.ts';
@@ -85,13 +85,14 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const parts: ExchangeParts = {
     // contract §16: read once; unset, it costs a request nothing.
     trusted: config.trustProxy === undefined ? undefined : trustedProxies(config.trustProxy),
+    proxyHeader: config.trustProxyHeader,
     router,
     database,
     services: { log, config, ...rest },
   };
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
-  const bodies = createBodyBudget(config.bodyBudgetBytes);
+  const bodies = createBodyBudget(config.bodyBudgetBytes, shareOf(config.bodyBudgetBytes, config.maxBodyBytes));
   // The stages that work on the request's body and database, each giving a Response; the work stage runs them
   // under the request's clock and hands their answer outward, to the stages that report decisions with it.
   const inner = compose<Exchange>([
@@ -109,7 +110,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     representationFields(versions),
     addressLimit(limits),
     problems(log),
-    databaseDeadline(given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS),
+    databaseDeadline(given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS, log),
     route(),
     negotiation(versions),
     authorize(given.authenticator, limits),

@@ -78,6 +78,7 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
     dataDir: '',
     poolMax: options.poolMax,
     prepare: options.prepare,
+    readOnly: true,
   });
   let state: ReplicaState = 'unreachable';
   let reason: string | undefined = 'not polled yet';

@@ -16,7 +16,7 @@ import { awaitDatabase } from '../db/wait.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
 import { createListener, listenError } from './listener.ts';
-import { serviceKey } from './keys.ts';
+import { type CursorKeys, cursorKeys, serviceKey } from '../db/keys.ts';
 import { createLogger, errorFields, type Logger } from '../base/logger.ts';
 import { routes } from './routes.ts';
 import { SHUTDOWN_GRACE_MS, shutdown } from './shutdown.ts';
@@ -78,6 +78,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   let server: NodeServer | undefined;
   let purgeTimer: NodeJS.Timeout | undefined;
+  let cursors: CursorKeys | undefined;
   let worker: DeliveryWorker | undefined;
   let sharedLimits: SharedLimits | undefined;
   let reads: ReplicaReads | undefined;
@@ -85,7 +86,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let tokens: DemoTokens | undefined;
   try {
     tokens = await prepareDatabase(db, config, log);
-    const cursorKey = await serviceKey(db, 'cursor');
+    cursors = await cursorKeys(db, (error) => log.warn('cursor keys not read', { error: String(error) }));
+    const tokenKey = await serviceKey(db, 'token');
     const tuning = options.tuning ?? {};
     sharedLimits = await openLimits(config, log, tuning);
     reads = await openReads(config, db, log, tuning);
@@ -96,8 +98,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         ...(reads === undefined ? {} : { reads }),
         db: options.database?.(db) ?? db,
         log,
-        cursorKey,
-        authenticator: createAuthenticator(db),
+        cursorKeys: cursors,
+        authenticator: createAuthenticator(db, tokenKey),
         tuning,
         ...(options.databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs: options.databaseDeadlineMs }),
         ...(sharedLimits === undefined ? {} : { sharedLimits }),
@@ -139,6 +141,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metrics,
     close(graceMs = SHUTDOWN_GRACE_MS) {
       clearInterval(purgeTimer);
+      cursors?.stop();
       // Stop accepting at once; the worker stops alongside (aborting its
       // attempts, which are recorded and retried later); Redis once the
       // requests are done; the database last.

@@ -40,10 +40,18 @@ export async function checkTarget(url: string, allowPrivate: boolean): Promise<T
       return { ok: false, problem: `names a host that cannot be resolved (${host})` };
     }
     if (addresses.length === 0 || addresses.some(isPrivateAddress))
-      return { ok: false, problem: 'must not point at a private, loopback or link-local address' };
+      return {
+        ok: false,
+        problem: PRIVATE_REFUSED,
+      };
   }
   return { ok: true, href: parsed.href };
 }
+
+/** Why a private target is refused, with the setting that allows it (tests, local development). */
+export const PRIVATE_REFUSED =
+  'must not point at a private, loopback or link-local address (an operator may allow them with ' +
+  'WEBHOOK_ALLOW_PRIVATE=1)';
 
 /**
  * A `lookup` for `http.request` that refuses private addresses: the check and

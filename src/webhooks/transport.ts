@@ -52,7 +52,10 @@ export async function postJson(
   const host = target.hostname.replace(/^\[|\]$/g, '');
   // A literal address never reaches the lookup: check it here.
   if (!options.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) {
-    return { status: null, error: 'target refused: a private, loopback or link-local address' };
+    return {
+      status: null,
+      error: 'target refused: a private, loopback or link-local address (WEBHOOK_ALLOW_PRIVATE=1 allows them)',
+    };
   }
   // A timer held here, not AbortSignal.timeout(): a time-out signal that only
   // AbortSignal.any() refers to can be garbage-collected before it fires

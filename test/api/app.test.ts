@@ -26,7 +26,7 @@ const services: Services = {
   db: {} as Database,
   log: createLogger('debug', (line) => lines.push(JSON.parse(line))),
   authenticator,
-  cursorKey: new Uint8Array(32),
+  cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
 };
 
 const doc = { summary: 'test route', success: { status: 200 } } as const;

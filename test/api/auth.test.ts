@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { createAuthenticator } from '../../src/auth/authenticator.ts';
 import { createToken, revokeToken } from '../../src/auth/token-store.ts';
 import type { Database, Db } from '../../src/db/database.ts';
-import { RequestScope } from '../../src/db/scope.ts';
+import { RequestScope } from '../../src/db/cancellation.ts';
+import { serviceKey } from '../../src/db/keys.ts';
 import { HttpError } from '../../src/http/problem.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
@@ -162,7 +163,7 @@ describe('GET /users and /users/{id}: ownership', () => {
 describe('createAuthenticator()', () => {
   it('stops accepting a revoked token once its cache entry expires (well within 5 s)', async () => {
     let now = 1_000_000;
-    const authenticator = createAuthenticator(t.server.db, () => now);
+    const authenticator = createAuthenticator(t.server.db, await serviceKey(t.server.db, 'token'), () => now);
     const { token, record } = await createToken(t.server.db, alice.id, ['orders:read'], null);
     assert.equal((await authenticator.authenticate(`Bearer ${token}`)).userId, alice.id);
     await revokeToken(t.server.db, record.id);
@@ -177,7 +178,7 @@ describe('createAuthenticator()', () => {
 
   it('never caches a token past its own expiry', async () => {
     let now = Date.now();
-    const authenticator = createAuthenticator(t.server.db, () => now);
+    const authenticator = createAuthenticator(t.server.db, await serviceKey(t.server.db, 'token'), () => now);
     const { token, record } = await createToken(t.server.db, alice.id, ['orders:read'], 3600);
     await authenticator.authenticate(`Bearer ${token}`);
     // The token expires in the database; the cached entry must not outlive it.
@@ -192,26 +193,39 @@ describe('createAuthenticator()', () => {
 
   it('makes one lookup for many requests with one token at once, the cache cold', async () => {
     const { db, lookups } = countingLookups(t.server.db);
-    const authenticator = createAuthenticator(db);
+    const authenticator = createAuthenticator(db, await serviceKey(t.server.db, 'token'));
     const { token } = await createToken(t.server.db, alice.id, ['orders:read'], null);
     const principals = await Promise.all(
       Array.from({ length: 300 }, () => authenticator.authenticate(`Bearer ${token}`, new RequestScope())),
     );
     assert.deepEqual(new Set(principals.map((p) => p.userId)), new Set([alice.id]));
     assert.equal(lookups(), 1);
-    // An unknown token: one lookup too, and every request sharing it gets the 401.
-    const unknown = `Bearer ${token.slice(0, -4)}AAAA`;
-    const refusals = await Promise.allSettled(Array.from({ length: 20 }, () => authenticator.authenticate(unknown)));
+    // A token with a wrong tag: refused without a lookup (contract §10), and without a guess counted.
+    let guesses = 0;
+    const forged = `Bearer ${token.slice(0, -4)}AAAA`;
+    const refusals = await Promise.allSettled(
+      Array.from({ length: 20 }, () => authenticator.authenticate(forged, undefined, () => (guesses += 1))),
+    );
     assert.deepEqual(
       refusals.map((r) => r.status === 'rejected' && r.reason instanceof HttpError && r.reason.status),
       Array(20).fill(401),
     );
-    assert.equal(lookups(), 2);
+    assert.deepEqual([lookups(), guesses], [1, 0]);
+    // A token of the shape made before tags, unknown: one lookup shared by every request, each a guess.
+    const untagged = `Bearer ord_${'A'.repeat(43)}`;
+    const unknown = await Promise.allSettled(
+      Array.from({ length: 20 }, () => authenticator.authenticate(untagged, undefined, () => (guesses += 1))),
+    );
+    assert.deepEqual(
+      unknown.map((r) => r.status === 'rejected' && r.reason instanceof HttpError && r.reason.status),
+      Array(20).fill(401),
+    );
+    assert.deepEqual([lookups(), guesses], [2, 20]);
   });
 
   it('looks the token up again for a request whose shared lookup its maker cancelled', async () => {
     const { db, lookups } = countingLookups(t.server.db);
-    const authenticator = createAuthenticator(db);
+    const authenticator = createAuthenticator(db, await serviceKey(t.server.db, 'token'));
     const { token } = await createToken(t.server.db, bob.id, ['orders:read'], null);
     const first = new RequestScope();
     const leader = authenticator.authenticate(`Bearer ${token}`, first);
@@ -224,7 +238,7 @@ describe('createAuthenticator()', () => {
   });
 
   it('keeps scopes and role', async () => {
-    const authenticator = createAuthenticator(t.server.db);
+    const authenticator = createAuthenticator(t.server.db, await serviceKey(t.server.db, 'token'));
     const principal = await authenticator.authenticate(`Bearer ${admin.token}`);
     assert.equal(principal.role, 'admin');
     assert.equal(principal.scopes.has('webhooks:write'), true);

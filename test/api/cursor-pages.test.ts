@@ -13,7 +13,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { transaction } from '../../src/db/transaction.ts';
+import { serviceTransaction as transaction } from '../support/database.ts';
+import { createDecipheriv, createHmac } from 'node:crypto';
 import { encodeCursor } from '../../src/http/cursor.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
@@ -105,13 +106,21 @@ function cursorOf(next: string): string {
   return new URL(next, 'http://x').searchParams.get('cursor') as string;
 }
 
-/** What a cursor's payload holds (base64url of JSON, before the dot and its signature). */
+/** What a cursor holds, opened under the server's key as the service opens it (src/http/cursor.ts). */
 function payloadOf(cursor: string): { k: string[]; p: number } {
-  return JSON.parse(Buffer.from(cursor.split('.')[0] as string, 'base64url').toString('utf8')) as {
-    k: string[];
-    p: number;
-  };
+  const bytes = Buffer.from(cursor, 'base64url');
+  const decipher = createDecipheriv(
+    'aes-256-gcm',
+    createHmac('sha256', key).update('orders-cursor-seal').digest(),
+    bytes.subarray(0, 12),
+  );
+  decipher.setAAD(Buffer.from('orders-cursor.v3')).setAuthTag(bytes.subarray(bytes.length - 16));
+  const text = Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]);
+  return JSON.parse(text.toString('utf8')) as { k: string[]; p: number };
 }
+
+/** The position and page number a cursor holds. */
+const heldBy = (cursor: string) => [valuesOf(cursor), pageOf(cursor)];
 
 /** The values of the last row's keys a cursor holds. */
 function valuesOf(cursor: string): string[] {
@@ -400,7 +409,8 @@ describe('the cursor', () => {
     const ids = expected(pending, '');
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
     // The cursor of page 3: after the last row of page 2.
-    const cursor = encodeCursor(key, '/orders', { sort: [], filters: { status: 'pending' } }, [String(ids[3])], 3);
+    const cursor = /cursor=([A-Za-z0-9_-]+)>/.exec(response.headers.get('link') ?? '')?.[1] as string;
+    assert.deepEqual(heldBy(cursor), [[String(ids[3])], 3]);
     const last = Math.ceil(ids.length / 2);
     assert.equal(
       response.headers.get('link'),
@@ -421,23 +431,20 @@ describe('the cursor', () => {
   it("links a cursor page: first, prev and last by number, next by cursor; its number is its cursor's", async () => {
     const orders = await exact('orders');
     const ids = expected(orders, '-total');
-    /** The cursor of page `page` of 10 rows, after the row `ids[i]`. */
+    /** What the cursor of page `page` of 10 rows, after the row `ids[i]`, holds. */
     const cursorAfter = (i: number, page: number) => {
       const row = orders.find((o) => o.id === String(ids[i])) as Exact;
-      return encodeCursor(
-        key,
-        '/orders',
-        { sort: [{ key: 'total', descending: true }], filters: {} },
-        [row.total as string, row.id as string],
-        page,
-      );
+      return [[row.total as string, row.id as string], page];
     };
     const first = await get('/v2/orders?sort=-total&pageSize=10', admin);
     assert.equal(first.body.meta.page, 1);
-    assert.equal(first.body.meta.next, `/v2/orders?sort=-total&pageSize=10&cursor=${cursorAfter(9, 2)}`);
+    const firstCursor = cursorOf(first.body.meta.next as string);
+    assert.equal(first.body.meta.next, `/v2/orders?sort=-total&pageSize=10&cursor=${firstCursor}`);
+    assert.deepEqual(heldBy(firstCursor), cursorAfter(9, 2));
     const response = await t.fetch(first.body.meta.next as string, { headers: bearer(admin.token) });
     const body = (await response.json()) as Envelope;
-    const next = cursorAfter(19, 3);
+    const next = cursorOf(body.meta.next as string);
+    assert.deepEqual(heldBy(next), cursorAfter(19, 3));
     const pages = Math.ceil(ids.length / 10);
     assert.deepEqual(
       body.data.map((o) => o.id),
@@ -478,16 +485,8 @@ describe('the cursor', () => {
         ids.slice((page - 1) * 5, page * 5),
         url,
       );
-      const cursor =
-        page === pages
-          ? undefined
-          : encodeCursor(
-              key,
-              '/orders',
-              { sort: [{ key: 'total', descending: true }], filters: {} },
-              valuesOf(cursorOf(body.meta.next as string)),
-              page + 1,
-            );
+      const cursor = page === pages ? undefined : cursorOf(body.meta.next as string);
+      if (cursor !== undefined) assert.equal(pageOf(cursor), page + 1);
       assert.equal(body.meta.next, cursor === undefined ? undefined : `${path}&cursor=${cursor}`);
       assert.equal(
         response.headers.get('link'),
@@ -510,7 +509,13 @@ describe('the cursor', () => {
     const lastPage = await get(`/v1/products?pageSize=${ids.length}`);
     assert.equal(lastPage.body.meta.next, undefined);
     const pages = Math.ceil(ids.length / 20);
-    const beyond = encodeCursor(key, '/products', { sort: [], filters: {} }, [String(ids.at(-1))], pages + 1);
+    const beyond = encodeCursor(
+      key,
+      '/products',
+      { sort: [], filters: {}, pageSize: 20, principal: 'anyone' },
+      [String(ids.at(-1))],
+      pages + 1,
+    );
     const { response, body } = await get(`/v1/products?cursor=${beyond}`);
     assert.deepEqual(body, {
       data: [],
@@ -523,17 +528,18 @@ describe('the cursor', () => {
     );
   });
 
-  it('serves another pageSize, and the same collection in the other version', async () => {
+  it('serves the same collection in the other version; another pageSize is refused (bound to its cursor)', async () => {
     const ids = expected(await exact('orders'), 'status');
     const { body } = await get('/v1/orders?sort=status&pageSize=5', admin);
-    const next = (body.meta.next as string).replace('pageSize=5', 'pageSize=8').replace('/v1/', '/v2/');
+    const next = (body.meta.next as string).replace('/v1/', '/v2/');
     const page = (await get(next, admin)).body;
     assert.deepEqual(
       page.data.map((o) => o.id),
-      ids.slice(5, 13),
+      ids.slice(5, 10),
     );
-    // The number is the cursor's, whatever the pageSize.
     assert.equal(page.meta.page, 2);
+    const resized = await t.fetch(next.replace('pageSize=5', 'pageSize=8'), { headers: bearer(admin.token) });
+    assert.equal(resized.status, 400);
   });
 });
 
@@ -635,7 +641,8 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     assert.equal(body.type, '/problems/invalid-query');
     assert.deepEqual(body.errors, [{ parameter: 'cursor', detail }]);
   };
-  const OTHER = 'was made for other filters or another sort; keep those of the link that gave it';
+  const OTHER =
+    'was made for other filters, another sort or page size, or another client; keep those of the link that gave it';
   const MALFORMED = "is not a cursor of this collection; pass the next link's cursor exactly as given";
 
   it('with other filters, another sort, or on another collection', async () => {
@@ -647,8 +654,9 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     await refusal(`/v1/orders?status=pending&sort=total&cursor=${cursor}`, admin, OTHER);
     await refusal(`/v1/orders?status=pending&sort=-total,id&cursor=${cursor}`, admin, OTHER);
     await refusal(`/v1/users/${alice.id}/orders?status=pending&sort=-total&cursor=${cursor}`, admin, OTHER);
+    await refusal(`/v1/orders?status=pending&sort=-total&pageSize=3&cursor=${cursor}`, admin, OTHER);
     // The same order said otherwise is the same order.
-    await get(`/v1/orders?status=pending&sort=-total,-id&cursor=${cursor}`, admin);
+    await get(`/v1/orders?status=pending&sort=-total,-id&pageSize=2&cursor=${cursor}`, admin);
     const items = cursorOf((await get('/v1/order-items?pageSize=1', admin)).body.meta.next as string);
     await refusal(`/v1/payments?cursor=${items}`, admin, OTHER);
   });
@@ -664,15 +672,14 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
 
   it('when changed, cut short, not base64url, too long or repeated', async () => {
     const cursor = cursorOf((await get('/v1/orders?sort=createdAt&pageSize=2', admin)).body.meta.next as string);
-    const flipped = (cursor[10] === 'A' ? 'B' : 'A') + cursor.slice(1);
+    const flipped = (cursor[0] === 'A' ? 'B' : 'A') + cursor.slice(1);
     for (const bad of [
       `${cursor.slice(0, 10)}${cursor[10] === 'x' ? 'y' : 'x'}${cursor.slice(11)}`,
       flipped,
       cursor.slice(0, -3),
       `${cursor}A`,
       `${cursor}=`,
-      cursor.split('.')[0] as string,
-      `${cursor}.${cursor.split('.')[1]}`,
+      `${cursor.slice(0, 20)}.${cursor.slice(20)}`,
       '',
       'not%20a%20cursor',
       '%FF%FE',
@@ -688,21 +695,24 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     assert.deepEqual((await twice.json()).errors, [{ parameter: 'cursor', detail: 'must be given once' }]);
   });
 
-  it('when its last character is changed, or it was signed with another key', async () => {
+  it('when a byte of it is changed, or it was sealed under another key', async () => {
     const first = await get('/v1/orders?sort=createdAt&pageSize=2', admin);
     const next = first.body.meta.next as string;
     const cursor = cursorOf(next);
-    // The cursor the server made is the one encodeCursor() makes with its key: the position and page 2.
-    const scope = { sort: [{ key: 'createdAt', descending: false }], filters: {} };
-    assert.equal(cursor, encodeCursor(key, '/orders', scope, valuesOf(cursor), 2));
+    // The cursor the server made opens under its key: the position and page 2.
+    assert.equal(pageOf(cursor), 2);
     await get(next, admin);
-    // The last character of its signature (16 bytes: one of A, Q, g, w), changed to another that is as canonical.
-    const last = cursor.at(-1) as string;
-    assert.ok('AQgw'.includes(last), cursor);
-    const changed = `${cursor.slice(0, -1)}${'AQgw'['AQgw'.indexOf(last) ^ 1]}`;
-    // The same payload signed with another key.
+    const bytes = Buffer.from(cursor, 'base64url');
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 1;
+    const changed = bytes.toString('base64url');
+    // The same position sealed under another key.
+    const scope = {
+      sort: [{ key: 'createdAt', descending: false }],
+      filters: {},
+      pageSize: 2,
+      principal: `user ${admin.id}`,
+    };
     const otherKey = encodeCursor(new Uint8Array(32).fill(9), '/orders', scope, valuesOf(cursor), 2);
-    assert.equal(otherKey.split('.')[0], cursor.split('.')[0]);
     for (const bad of [changed, otherKey])
       await refusal(`/v1/orders?sort=createdAt&pageSize=2&cursor=${bad}`, admin, MALFORMED);
   });
@@ -711,6 +721,8 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
     const scope = (sort: string, filters: Record<string, unknown> = {}) => ({
       sort: sort.split(',').map((k) => ({ key: k.replace(/^-/, ''), descending: k[0] === '-' })),
       filters,
+      pageSize: 20,
+      principal: `user ${admin.id}`,
     });
     const cases: [string, string, string[]][] = [
       ['createdAt', 'createdAt', ['2026-02-30T00:00:00.000000Z', '1']],
@@ -755,39 +767,35 @@ describe('a cursor is refused with 400 invalid-query naming it', () => {
 });
 
 describe('ownership applies to every cursor page', () => {
-  it("a customer following another's cursor sees only their own rows after its position", async () => {
-    const orders = await exact('orders');
-    const all = expected(orders, '-total');
+  it("a cursor is its client's: another's (or one with another page size) is refused, naming why", async () => {
     const { body } = await get('/v1/orders?sort=-total&pageSize=25', admin);
-    const position = all.indexOf(body.data[24]!.id);
     for (const who of [alice, bob]) {
-      const mine = expected(
-        orders.filter((o) => o.customerId === String(who.id)),
-        '-total',
-      );
-      const after = mine.filter((id) => all.indexOf(id) > position);
-      const page = await get(`${body.meta.next}`.replace('pageSize=25', 'pageSize=100'), who);
-      assert.deepEqual(
-        page.body.data.map((o) => o.id),
-        after,
-      );
-      assert.ok(page.body.data.every((o) => o.customerId === who.id));
-      assert.equal(page.body.meta.total, mine.length);
-      // The number the admin's cursor carries.
-      assert.equal(page.body.meta.page, 2);
+      const response = await t.fetch(body.meta.next as string, { headers: bearer(who.token) });
+      assert.equal(response.status, 400);
+      assert.deepEqual(((await response.json()) as { errors: unknown[] }).errors, [
+        {
+          parameter: 'cursor',
+          detail:
+            'was made for other filters, another sort or page size, or another client; keep those of the link ' +
+            'that gave it',
+        },
+      ]);
     }
+    const resized = await t.fetch(`${body.meta.next}`.replace('pageSize=25', 'pageSize=100'), {
+      headers: bearer(admin.token),
+    });
+    assert.equal(resized.status, 400);
+    assert.equal((await get(body.meta.next as string, admin)).body.meta.page, 2);
   });
 
-  it("a customer's cursor of their order's items shows nothing of another customer's order", async () => {
+  it("a customer's cursor of their order's items is refused to another customer", async () => {
     const items = await exact('items');
     const bobs = items.find((i) => i.customerId === String(bob.id)) as Exact;
     const walk = await walks(`/v1/order-items?orderId=${bobs.orderId}&pageSize=1`, bob);
     assert.ok(walk.byCursor.length > 1);
     const { body } = await get(`/v1/order-items?orderId=${bobs.orderId}&pageSize=1`, bob);
-    assert.deepEqual((await get(body.meta.next as string, alice)).body, {
-      data: [],
-      meta: { total: 0, page: 2, pageSize: 1, pageCount: 0 },
-    });
+    const response = await t.fetch(body.meta.next as string, { headers: bearer(alice.token) });
+    assert.equal(response.status, 400);
   });
 });
 
@@ -804,17 +812,17 @@ describe('deeper than page reaches, by cursor only', () => {
       '',
     );
     assert.equal(ids.length, 10_001);
-    /** The cursor of page `page` of dave's orders by one, after the row `ids[i]`. */
-    const cursorAfter = (i: number, page: number) =>
-      encodeCursor(key, '/orders', { sort: [], filters: {} }, [String(ids[i])], page);
+    /** What the cursor of page `page` of dave's orders by one, after the row `ids[i]`, holds. */
+    const cursorAfter = (i: number, page: number) => [[String(ids[i])], page];
     const { response, body } = await get('/v1/orders?pageSize=1', dave);
     assert.deepEqual(body.meta, {
       total: 10_001,
       page: 1,
       pageSize: 1,
       pageCount: 10_001,
-      next: `/v1/orders?pageSize=1&cursor=${cursorAfter(0, 2)}`,
+      next: `/v1/orders?pageSize=1&cursor=${cursorOf(body.meta.next as string)}`,
     });
+    assert.deepEqual(heldBy(cursorOf(body.meta.next as string)), cursorAfter(0, 2));
     assert.equal(
       response.headers.get('link'),
       `</v1/orders?pageSize=1&page=1>; rel="first", <${body.meta.next}>; rel="next", ` +
@@ -826,7 +834,7 @@ describe('deeper than page reaches, by cursor only', () => {
       [ids[9_999]],
     );
     assert.equal(deepest.body.meta.page, 10_000);
-    assert.equal(deepest.body.meta.next, `/v1/orders?pageSize=1&cursor=${cursorAfter(9_999, 10_001)}`);
+    assert.deepEqual(heldBy(cursorOf(deepest.body.meta.next as string)), cursorAfter(9_999, 10_001));
     const refused = await t.fetch('/v1/orders?pageSize=1&page=10001', { headers: bearer(dave.token) });
     assert.equal(refused.status, 400);
     const last = await get(deepest.body.meta.next as string, dave);

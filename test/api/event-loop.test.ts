@@ -11,7 +11,7 @@
  * file), so the bound asserted is 350 ms times TIME_SLACK (test/support/time.ts;
  * 1.05 s by default, twenty times the contract's): it still catches the
  * seconds of before. /readyz's bound is 700 ms times TIME_SLACK. The figures of a quiet machine are in
- * docs/performance.md ("Hostile input and the event loop").
+ * docs/record/performance.md ("Hostile input and the event loop").
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

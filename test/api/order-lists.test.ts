@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeCursor } from '../../src/http/cursor.ts';
+import { decodeCursor } from '../../src/http/cursor.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -221,13 +221,12 @@ describe('GET /orders', () => {
     const response = await t.fetch('/v1/orders?status=pending&pageSize=2&page=2', { headers: bearer(admin.token) });
     const pending = expected((o) => o.status === 'pending');
     // The cursor of page 3, after the last row of page 2: its id, for the default order.
-    const cursor = encodeCursor(
-      await t.cursorKey(),
-      '/orders',
-      { sort: [], filters: { status: 'pending' } },
-      [String(pending[3])],
-      3,
-    );
+    const cursor = /cursor=([A-Za-z0-9_-]+)>/.exec(response.headers.get('link') ?? '')?.[1] as string;
+    const scope = { sort: [], filters: { status: 'pending' }, pageSize: 2, principal: `user ${admin.id}` };
+    assert.deepEqual(decodeCursor([await t.cursorKey()], cursor, '/orders', scope, { id: 'bigint' }), {
+      values: [String(pending[3])],
+      page: 3,
+    });
     assert.equal(
       response.headers.get('link'),
       '</v1/orders?status=pending&pageSize=2&page=1>; rel="first", ' +

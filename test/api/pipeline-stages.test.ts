@@ -62,6 +62,7 @@ function exchange(path: string, init: RequestInit = {}, fields: Partial<Exchange
     { remoteAddress: '10.0.0.1' },
     {
       trusted: undefined,
+      proxyHeader: 'x-forwarded-for',
       router,
       database: primary,
       services: {} as HandlerServices,
@@ -261,6 +262,15 @@ describe('representation fields', () => {
     assert.equal(early.headers.get('link'), '</v2/nowhere>; rel="successor-version"');
   });
 
+  it("adds its Vary names to the answer's own, once each, and leaves Vary: * alone", async () => {
+    const x = () => exchange('/v2/orders/1', {}, { route: getOrder });
+    const answered = (vary: string) =>
+      fields(x(), async () => ({ response: bufferedResponse(null, { status: 200, headers: { vary } }), version: 2 }));
+    assert.equal((await answered('Prefer')).response.headers.get('vary'), 'Prefer, Accept, Authorization');
+    assert.equal((await answered('accept')).response.headers.get('vary'), 'accept, Authorization');
+    assert.equal((await answered('*')).response.headers.get('vary'), '*');
+  });
+
   it('adds nothing to an answer of no route in no version', async () => {
     const response = await stage(
       exchange('/nowhere'),
@@ -355,7 +365,7 @@ describe('body', () => {
     assert.equal(new TextDecoder().decode(x.body), '1234');
   });
 
-  it('takes the declared length from the budget while the request runs, and gives it back after', async () => {
+  it('takes what the body holds from the budget while the request runs, and gives it back after', async () => {
     const budget = createBodyBudget(6);
     const stage = requestBody({ ...limits(), budget });
     let held = -1;
@@ -371,12 +381,32 @@ describe('body', () => {
 
   it('refuses a body past the budget with 503 and Retry-After, reading nothing and holding nothing', async () => {
     const budget = createBodyBudget(6);
-    budget.take(3);
+    budget.take(3, 'another client');
     const next = fakeNext();
     const refused = await outcome(requestBody({ ...limits(), budget }), declared('1234'), next);
     assert.ok(refused instanceof HttpError);
     assert.deepEqual([refused.status, refused.slug, refused.init?.headers?.['retry-after']], [503, 'unavailable', '1']);
     assert.deepEqual([next.calls, budget.held], [0, 3]);
+  });
+
+  it("refuses a client past its share with 429, and reads another client's body meanwhile", async () => {
+    const budget = createBodyBudget(100, 6);
+    budget.take(3, 'user 7');
+    const stage = requestBody({ ...limits(), budget });
+    const of = (userId: number) => {
+      const x = declared('1234');
+      x.principal = { ...principal, userId };
+      return x;
+    };
+    const refused = await outcome(stage, of(7), fakeNext());
+    assert.ok(refused instanceof HttpError);
+    assert.deepEqual(
+      [refused.status, refused.slug, refused.init?.headers?.['retry-after']],
+      [429, 'rate-limited', '1'],
+    );
+    const other = of(8);
+    await stage(other, fakeNext());
+    assert.deepEqual([new TextDecoder().decode(other.body), budget.held], ['1234', 3]);
   });
 
   it('stops the database deadline while it reads, and starts it again after', async () => {
@@ -403,7 +433,7 @@ describe('body', () => {
 describe('database deadline and work', () => {
   it('rejects with DeadlineExceeded once the inner stages have had their time, pauses left out', async () => {
     const run = (inner: (x: Exchange) => Promise<Response>) =>
-      compose<Exchange, Answer>([databaseDeadline(30), work(inner)]);
+      compose<Exchange, Answer>([databaseDeadline(30, createLogger('silent')), work(inner)]);
     await assert.rejects(run(() => new Promise(() => {}))(exchange('/x')), DeadlineExceeded);
     const x = exchange('/x');
     const paused = await run(async (inner) => {
@@ -421,7 +451,7 @@ describe('database deadline and work', () => {
     const authenticator: Authenticator = { authenticate: async () => principal };
     const run = compose<Exchange, Answer>([
       problems(createLogger('silent')),
-      databaseDeadline(30),
+      databaseDeadline(30, createLogger('silent')),
       authorize(authenticator, limits),
       work(() => new Promise(() => {})),
     ]);
@@ -432,6 +462,20 @@ describe('database deadline and work', () => {
 });
 
 describe('route and negotiate', () => {
+  it('serves a connection of the health reserve its health checks only: anything else 503, closed', async () => {
+    const stage = asResponses(route());
+    const reserve = { client: { remoteAddress: '10.0.0.1', healthOnly: true } };
+    const refused = await outcome(stage, exchange('/v1/orders/1', {}, reserve), fakeNext());
+    assert.ok(refused instanceof HttpError);
+    assert.deepEqual(
+      [refused.status, refused.slug, refused.init.headers],
+      [503, 'unavailable', { 'retry-after': '1', connection: 'close' }],
+    );
+    const next = fakeNext();
+    await stage(exchange('/healthz', {}, reserve), next);
+    assert.equal(next.calls, 1);
+  });
+
   it('refuses 404 and 405, answers OPTIONS with Allow, and passes a found route on', async () => {
     const stage = asResponses(route());
     const missing = await outcome(stage, exchange('/v1/nothing'), fakeNext());

@@ -271,13 +271,67 @@ describe('negotiation on /problems/<slug>', () => {
   });
 });
 
+describe('GET /problems: the index of every problem type', () => {
+  it("lists every type in JSON, each with its page, slug, title and statuses, in the titles' order", async () => {
+    const response = await get('/problems', { accept: 'application/json' });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('content-type'), 'application/json');
+    assert.equal(response.headers.get('vary'), 'Accept, Accept-Encoding');
+    const { data } = (await response.json()) as { data: { type: string; slug: string; statuses: number[] }[] };
+    assert.deepEqual(
+      data,
+      SLUGS.map((slug) => ({
+        type: `/problems/${slug}`,
+        slug,
+        title: PROBLEM_TITLES[slug],
+        statuses: PROBLEM_TEXTS[slug].statuses,
+      })),
+    );
+    assert.match(response.headers.get('cache-control') ?? '', /^public, max-age=\d+$/);
+    const again = await get('/problems', {
+      accept: 'application/json',
+      'if-none-match': response.headers.get('etag') as string,
+    });
+    assert.deepEqual([again.status, again.headers.get('vary')], [304, 'Accept, Accept-Encoding']);
+    // Each link leads to its page.
+    for (const entry of data.slice(0, 3)) assert.equal((await get(entry.type)).status, 200, entry.type);
+  });
+
+  it("is an HTML list of links by default, under the pages' policy, and Markdown on request", async () => {
+    const html = await get('/problems');
+    assert.equal(html.status, 200);
+    assert.equal(html.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.equal(html.headers.get('content-security-policy'), PROBLEM_PAGE_CSP);
+    const page = await html.text();
+    for (const slug of SLUGS)
+      assert.ok(
+        page.includes(`<li><a href="/problems/${slug}">${PROBLEM_TITLES[slug]}</a> (<code>${slug}</code>, `),
+        slug,
+      );
+    const markdown = await get('/problems', { accept: 'text/markdown' });
+    assert.equal(markdown.headers.get('content-type'), 'text/markdown; charset=utf-8');
+    const text = await markdown.text();
+    assert.ok(text.startsWith('# Problem types\n'));
+    assert.ok(text.includes(`- [${PROBLEM_TITLES['not-found']}](/problems/not-found) (\`not-found\`, 404)`), text);
+  });
+
+  it('answers 406 not-acceptable when Accept allows none of its types', async () => {
+    const response = await get('/problems', { accept: 'image/png' });
+    assert.equal(response.status, 406);
+    assert.equal(((await response.json()) as { type: string }).type, '/problems/not-acceptable');
+  });
+
+  it('is linked from every problem page', async () => {
+    assert.ok((await (await get('/problems/not-found')).text()).includes('<a href="/problems">/problems</a>'));
+  });
+});
+
 describe('a slug that is no problem type', () => {
   for (const path of [
     '/problems/nope',
     '/problems/VALIDATION',
     '/problems/validation.json',
     '/problems/validation/x',
-    '/problems',
     '/problems/',
     '/v1/problems/validation',
     '/v2/problems/validation',

@@ -1,7 +1,7 @@
 /** The public product catalog (contract §2, §4) over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { encodeCursor } from '../../src/http/cursor.ts';
+import { decodeCursor } from '../../src/http/cursor.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -34,7 +34,12 @@ describe('GET /products', () => {
     assert.equal(response.headers.get('content-type'), 'application/json');
     const body = (await response.json()) as Envelope<ProductV1>;
     // The next page by cursor (contract §4): page 2, after product 20, in the default order.
-    const cursor = encodeCursor(await t.cursorKey(), '/products', { sort: [], filters: {} }, ['20'], 2);
+    const cursor = new URL(body.meta.next as string, t.url).searchParams.get('cursor') as string;
+    const scope = { sort: [], filters: {}, pageSize: 20, principal: 'anyone' };
+    assert.deepEqual(decodeCursor([await t.cursorKey()], cursor, '/products', scope, { id: 'bigint' }), {
+      values: ['20'],
+      page: 2,
+    });
     assert.deepEqual(body.meta, {
       total: 21,
       page: 1,

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { batches, LEAST_WIDTH, MAX_BATCH, type BatchParam, type BatchRunner } from '../../src/db/batch.ts';
 import type { BatchedRead, Db } from '../../src/db/database.ts';
 import { QUERIES_DIR } from '../../src/db/database.ts';
-import { RequestScope } from '../../src/db/scope.ts';
+import { RequestScope } from '../../src/db/cancellation.ts';
 import { loadStatements } from '../../src/db/statements.ts';
 import { essentialSql } from '../../src/orders/format.ts';
 import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';

@@ -4,7 +4,7 @@
  * the service's connections while clients write with Idempotency-Keys.
  *
  * - The process never exits: a reset during a write used to end it with an
- *   uncaught TypeError from the driver (fixed by patch 002 of patches/).
+ *   uncaught TypeError from the driver (fixed by patch 001 of patches/).
  * - Every request is answered 2xx, or 503 with Retry-After, or 409 in-use
  *   with Retry-After; never 404 or an empty page from a query that did not
  *   run, never 500.

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Database, Db } from '../../src/db/database.ts';
 // The service's own transactions: the driver's sql.begin() needs pipelining, which a pooler run turns off.
-import { transaction } from '../../src/db/transaction.ts';
+import { serviceTransaction as transaction } from '../support/database.ts';
 import { REAL_SERVER_URL } from '../support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 

@@ -124,11 +124,11 @@ describe('a keyed POST /orders', () => {
     // The one statement wrote nothing; the ordinary path decides the refusal again and stores it.
     assert.deepEqual(statements, [
       'CreateOrderKeyed',
-      'begin',
+      'BeginTransaction',
       'ClaimIdempotencyKey',
       'CreateOrder',
       'StoreIdempotencyKey',
-      'commit',
+      'CommitTransaction',
     ]);
   });
 });

@@ -12,8 +12,8 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import type { Sql } from '../../src/db/connection.ts';
-import { transaction as reservedTransaction } from '../../src/db/transaction.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { serviceTransaction as reservedTransaction } from '../support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, type TestDatabase } from '../support/database.ts';
 import { proxyToDatabase, type DatabaseProxy, type TcpProxy } from '../support/proxy.ts';
 import { slack } from '../support/time.ts';
 
@@ -462,6 +462,219 @@ describe('a prepared statement the session lost (fix 8)', () => {
       assert.equal(outcome, '26000');
       // Retried, it would only meet the aborted transaction (25P02): or, for a COMMIT, end it with ROLLBACK.
       assert.equal(sent.length, 1, 'sent once inside the transaction');
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
+
+describe('cancellation (fix 13)', {
+  skip: REAL_SERVER_URL === undefined ? 'needs a CancelRequest: a real server' : false,
+}, () => {
+  /** A pool of one connection through the proxy, whose cancels go there too; simple queries, so they pipeline. */
+  const one = (options: Record<string, unknown> = {}) =>
+    postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0, connect_timeout: 2, ...options });
+  /** Patch 013's cancel(): its promise (the driver's types say void). */
+  const cancelOf = (query: unknown) => (query as { cancel(): Promise<string> }).cancel();
+  /** What `query` settles with: its rows, or its error's code. */
+  const outcome = (query: Promise<unknown>) =>
+    query.then(
+      (rows) => [...(rows as Record<string, unknown>[])],
+      (error: { code?: string }) => error.code,
+    );
+
+  it('a statement cancelled while written behind another keeps its place: each answer reaches its own', async () => {
+    const sql = one();
+    try {
+      await sql.unsafe('SELECT 1');
+      const busy = outcome(sql.unsafe('SELECT pg_sleep(0.3), 0 AS z').execute());
+      const a = sql.unsafe('SELECT 1 AS a').execute();
+      const b = sql.unsafe('SELECT 2 AS b').execute();
+      const answers = [outcome(a), outcome(b)];
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Another's statement is written behind it: no CancelRequest could be aimed at it alone. It runs.
+      assert.equal(await cancelOf(a), 'left');
+      assert.deepEqual(await busy, [{ pg_sleep: '', z: 0 }]);
+      assert.deepEqual(await Promise.all(answers), [[{ a: 1 }], [{ b: 2 }]]);
+      assert.deepEqual(await outcome(sql.unsafe('SELECT 3 AS c')), [{ c: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a statement cancelled while written behind another is cancelled once it runs, alone', async () => {
+    const sql = one();
+    try {
+      await sql.unsafe('SELECT 1');
+      const busy = outcome(sql.unsafe('SELECT pg_sleep(0.2), 0 AS z').execute());
+      const slow = sql.unsafe('SELECT pg_sleep(5), 1 AS slow').execute();
+      const answer = outcome(slow);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const started = performance.now();
+      assert.equal(await cancelOf(slow), 'cancelled');
+      assert.deepEqual([await busy, await answer], [[{ pg_sleep: '', z: 0 }], '57014']);
+      assert.ok(performance.now() - started < 2_000, 'cancelled as soon as it ran, not after its 5 s');
+      assert.deepEqual(await outcome(sql.unsafe('SELECT 3 AS c')), [{ c: 3 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a late CancelRequest never reaches the next statement: nothing is written until it was handled', async () => {
+    const sql = one();
+    try {
+      await sql.unsafe('SELECT 1');
+      const seen: unknown[] = [];
+      // A statement that ends about when its cancel lands, then another's at once: 60 times, at varied moments.
+      for (let i = 0; i < 60; i++) {
+        const s = sql.unsafe(`SELECT pg_sleep(${(i % 6) / 1000}), ${i} AS i`).execute();
+        const settled = outcome(s);
+        if (i % 3 === 1) await new Promise((resolve) => setImmediate(resolve));
+        const cancelled = cancelOf(s);
+        // It sleeps 10 ms: a cancel's signal that reached the backend while it ran would end it.
+        const next = outcome(sql.unsafe(`SELECT pg_sleep(0.01), ${i} AS next`));
+        seen.push(await next);
+        await Promise.all([settled, cancelled]);
+      }
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 60 }, (_, i) => [{ pg_sleep: '', next: i }]),
+      );
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a running statement with another written behind it is left to finish; both get their answers', async () => {
+    const sql = one();
+    try {
+      await sql.unsafe('SELECT 1');
+      const running = sql.unsafe('SELECT pg_sleep(0.2), 1 AS first').execute();
+      const behind = sql.unsafe('SELECT 2 AS second').execute();
+      const answers = [outcome(running), outcome(behind)];
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(await cancelOf(running), 'left');
+      assert.deepEqual(await Promise.all(answers), [[{ pg_sleep: '', first: 1 }], [{ second: 2 }]]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('on a reserved connection, the ROLLBACK after a cancel waits for it; the transaction ends', async () => {
+    const sql = one();
+    try {
+      const reserved = await sql.reserve();
+      await reserved.unsafe('BEGIN');
+      const running = reserved.unsafe('SELECT pg_sleep(5)').execute();
+      const answer = outcome(running);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const cancelled = cancelOf(running);
+      const rolledBack = reserved.unsafe('ROLLBACK');
+      assert.deepEqual([await cancelled, await answer, (await rolledBack).command], ['cancelled', '57014', 'ROLLBACK']);
+      reserved.release();
+      assert.deepEqual(await outcome(sql.unsafe('SELECT txid_current_if_assigned() AS xid')), [{ xid: null }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a CancelRequest never handled closes the connection (it could land later); the pool reconnects', async () => {
+    const sql = one({ connect_timeout: 1 });
+    try {
+      await sql.unsafe('SELECT 1');
+      const running = sql.unsafe('SELECT pg_sleep(3)').execute();
+      const answer = outcome(running);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      proxy.blackhole();
+      const cancel = await cancelOf(running).then(
+        () => 'handled',
+        (error: { code?: string }) => error.code,
+      );
+      assert.deepEqual([cancel, await answer], ['CANCEL_TIMEOUT', 'CONNECTION_CLOSED']);
+      await proxy.up();
+      assert.deepEqual(await outcome(sql.unsafe('SELECT 4 AS four')), [{ four: 4 }]);
+    } finally {
+      await proxy.up();
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('with cancel_requests: false, nothing is sent: the statement runs to its end', async () => {
+    const sql = one({ cancel_requests: false });
+    try {
+      await sql.unsafe('SELECT 1');
+      const running = sql.unsafe('SELECT pg_sleep(0.1), 1 AS done').execute();
+      const answer = outcome(running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(await cancelOf(running), 'left');
+      assert.deepEqual(await answer, [{ pg_sleep: '', done: 1 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it('a statement not yet written is dropped: it never runs', async () => {
+    const sql = one();
+    try {
+      await sql.unsafe('SELECT 1');
+      const busy = outcome(sql.unsafe('SELECT pg_sleep(0.1)').execute());
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The reserve waits for the connection: the statement after it is queued in the pool, not written.
+      const reserved = sql.reserve();
+      const queued = sql.unsafe('SELECT 5 AS never');
+      const answer = outcome(queued);
+      assert.equal(await cancelOf(queued), 'dropped');
+      assert.equal(await answer, '57014');
+      await busy;
+      (await reserved).release();
+      assert.deepEqual(await outcome(sql.unsafe('SELECT 6 AS six')), [{ six: 6 }]);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
+
+describe('a statement dropped while its connection opens (fix 13)', { timeout: 20_000 }, () => {
+  it('leaves the connection to the pool: the next statement runs on it', async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {}, backoff: () => 0, connect_timeout: 2 });
+    try {
+      // The login waits in the paused proxy; the first statement is the connection's, not yet written.
+      proxy.pause();
+      const first = sql.unsafe('SELECT 1 AS never');
+      const answer = first.then(
+        () => 'ran',
+        (error: { code?: string }) => error.code,
+      );
+      const accepted = proxy.accepted;
+      first.execute();
+      while (proxy.accepted === accepted) await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(await (first as unknown as { cancel(): Promise<string> }).cancel(), 'dropped');
+      assert.equal(await answer, '57014');
+      proxy.resume();
+      // Unpatched, the login's ReadyForQuery passed the dropped statement over and the connection stayed in the
+      // pool's connecting queue for good: this waited until the test's time-out (20 s).
+      assert.deepEqual([...(await sql.unsafe('SELECT 2 AS two'))], [{ two: 2 }]);
+    } finally {
+      proxy.resume();
+      await sql.end({ timeout: 1 });
+    }
+  });
+});
+
+describe('a statement that fails among its rows (fix 13)', () => {
+  it('leaves the next statement on its connection its own rows, from the first', async () => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      // Three rows, then a division by zero: the failure comes after rows were handed over. The next statement is
+      // written behind it on the same connection.
+      const failing = sql.unsafe('SELECT i, 1 / (4 - i) AS boom FROM generate_series(1, 10) AS i').then(
+        () => 'ran',
+        (error: { code?: string }) => error.code,
+      );
+      const next = sql.unsafe('SELECT x FROM generate_series(1, 2) AS x');
+      assert.equal(await failing, '22012');
+      const rows = await next;
+      assert.deepEqual([rows.length, [...rows]], [2, [{ x: 1 }, { x: 2 }]]);
     } finally {
       await sql.end({ timeout: 1 });
     }

@@ -6,31 +6,38 @@ import { QUERIES_DIR } from '../../src/db/database.ts';
 describe('parseStatements()', () => {
   it('splits a file at its name headers, keeping comments inside a statement', () => {
     const source =
-      '-- a file comment\n\n-- name: GetA :one\n-- why\nSELECT 1;\n\n-- name: ListB :many\nSELECT 2\nFROM b;\n';
+      '-- a file comment\n\n-- name: GetA :one reads\n-- why\nSELECT 1;\n\n' +
+      '-- name: PutB :many writes\nINSERT 2\nINTO b;\n';
     assert.deepEqual(parseStatements(source, 'x.sql'), [
       { name: 'GetA', shape: 'one', text: '-- why\nSELECT 1', file: 'x.sql', writes: false },
-      { name: 'ListB', shape: 'many', text: 'SELECT 2\nFROM b', file: 'x.sql', writes: false },
+      { name: 'PutB', shape: 'many', text: 'INSERT 2\nINTO b', file: 'x.sql', writes: true },
     ]);
   });
 
-  it('marks a statement that may change data (contract §17: sent and not answered, it may have been done)', () => {
-    const writes = (text: string) => parseStatements(`-- name: S :exec\n${text};`, 'x.sql')[0]?.writes;
-    assert.equal(writes('INSERT INTO t VALUES (1)'), true);
-    assert.equal(writes('WITH d AS (DELETE FROM t RETURNING id) SELECT count(*) FROM d'), true);
-    assert.equal(writes('update t set a = 1'), true);
-    assert.equal(writes('SELECT * FROM t FOR UPDATE'), true);
-    assert.equal(writes('SELECT nextval($1)'), true);
-    assert.equal(writes('SELECT id FROM updates -- an UPDATE in a comment\nWHERE a = 1'), false);
-    assert.equal(writes('SELECT * FROM t'), false);
+  it('takes whether a statement writes from its header, never from its text (contract §17)', () => {
+    const writes = (header: string) => parseStatements(`${header}\nSELECT f($1);`, 'x.sql')[0]?.writes;
+    assert.equal(writes('-- name: S :one writes'), true);
+    assert.equal(writes('-- name: S :one reads'), false);
+  });
+
+  it('refuses a header that does not say whether its statement writes, or says it wrong', () => {
+    for (const header of ['-- name: A :one', '-- name: A :one write', '-- name: A reads', '-- name: A :exec reads x']) {
+      assert.throws(
+        () => parseStatements(`${header}\nSELECT 1;`, 'x.sql'),
+        (error: Error) =>
+          error instanceof StatementError &&
+          error.message === `x.sql: "${header}" must be "-- name: Name :one|:many|:exec reads|writes"`,
+      );
+    }
   });
 
   it('refuses SQL before the first header', () => {
-    assert.throws(() => parseStatements('SELECT 1;\n-- name: A :one\nSELECT 2;', 'x.sql'), StatementError);
+    assert.throws(() => parseStatements('SELECT 1;\n-- name: A :one reads\nSELECT 2;', 'x.sql'), StatementError);
   });
 
   it('refuses an empty statement', () => {
     assert.throws(
-      () => parseStatements('-- name: A :one\n\n-- name: B :one\nSELECT 1;', 'x.sql'),
+      () => parseStatements('-- name: A :one reads\n\n-- name: B :one reads\nSELECT 1;', 'x.sql'),
       /statement A is empty/,
     );
   });

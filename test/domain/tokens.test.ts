@@ -7,19 +7,37 @@ import {
   parseScopes,
   parseTtl,
   tokenHash,
+  tokenKind,
 } from '../../src/auth/tokens.ts';
 
 describe('generateToken()', () => {
-  it('is ord_ and 32 random bytes in base64url', () => {
-    const token = generateToken();
-    assert.match(token, /^ord_[A-Za-z0-9_-]{43}$/);
-    assert.equal(Buffer.from(token.slice(4), 'base64url').length, 32);
+  const key = new Uint8Array(32).fill(7);
+
+  it('is ord_, 24 random bytes and a 16-byte tag under the key, in base64url', () => {
+    const token = generateToken(key);
+    assert.match(token, /^ord_[A-Za-z0-9_-]{54}$/);
+    assert.equal(Buffer.from(token.slice(4, 36), 'base64url').length, 24);
+    assert.equal(Buffer.from(token.slice(36), 'base64url').length, 16);
     assert.ok(isWellFormedToken(token));
   });
 
   it('never repeats', () => {
-    const tokens = new Set(Array.from({ length: 1000 }, generateToken));
+    const tokens = new Set(Array.from({ length: 1000 }, () => generateToken(key)));
     assert.equal(tokens.size, 1000);
+  });
+});
+
+describe('tokenKind() (contract §10: a guess cannot forge a tag)', () => {
+  const key = new Uint8Array(32).fill(7);
+  const other = new Uint8Array(32).fill(8);
+
+  it('tells a token tagged under the key, one forged or tagged under another key, and one made before tags', () => {
+    const token = generateToken(key);
+    assert.equal(tokenKind(token, key), 'tagged');
+    assert.equal(tokenKind(token, other), 'forged');
+    assert.equal(tokenKind(`${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`, key), 'forged');
+    assert.equal(tokenKind(`ord_${'a'.repeat(43)}`, key), 'untagged');
+    assert.equal(tokenKind('ord_short', key), 'forged');
   });
 });
 
@@ -54,7 +72,7 @@ describe('parseAuthorization()', () => {
 
 describe('isWellFormedToken()', () => {
   it('refuses other shapes', () => {
-    for (const t of ['ord_', 'ord_short', `xyz_${'a'.repeat(43)}`, `ord_${'a'.repeat(44)}`, `ord_${'a'.repeat(42)}=`]) {
+    for (const t of ['ord_', 'ord_short', `xyz_${'a'.repeat(43)}`, `ord_${'a'.repeat(44)}`, `ord_${'a'.repeat(53)}=`]) {
       assert.equal(isWellFormedToken(t), false, t);
     }
   });

@@ -17,6 +17,7 @@ import {
   nodeAddress,
   parseProxyEntry,
   trustedProxies,
+  type ProxyHeader,
   type ProxyRange,
 } from '../../src/http/client-address.ts';
 import { HttpError } from '../../src/http/problem.ts';
@@ -145,84 +146,109 @@ describe('forwardedFor()', () => {
 
 describe('clientAddress()', () => {
   const trusted = trustedProxies(ranges('10.0.0.0/8', '2001:db8:ffff::/48'));
-  const cases: [string, string, string | null, string | null, string][] = [
-    // Spoofing: the peer is no proxy, so nothing it says about itself is believed.
-    ['a client sending X-Forwarded-For itself is its own address', '198.51.100.9', null, '192.0.2.1', '198.51.100.9'],
-    ['a client sending Forwarded itself is its own address', '198.51.100.9', 'for=192.0.2.1', null, '198.51.100.9'],
+  const cases: [string, string, ProxyHeader, string | null, string][] = [
     [
-      'a client claiming to be a trusted proxy is its own address',
+      'a client sending X-Forwarded-For itself is its own address',
       '198.51.100.9',
-      'for=10.0.0.1',
-      '10.0.0.1',
+      'x-forwarded-for',
+      '192.0.2.1',
       '198.51.100.9',
     ],
-    // Through one trusted proxy.
-    ['one proxy: the address it forwards', '10.0.0.1', 'for=192.0.2.60;proto=https', null, '192.0.2.60'],
-    ['one proxy, X-Forwarded-For: the address it forwards', '10.0.0.1', null, '192.0.2.60', '192.0.2.60'],
+    [
+      'a client sending Forwarded itself is its own address',
+      '198.51.100.9',
+      'forwarded',
+      'for=192.0.2.1',
+      '198.51.100.9',
+    ],
+    ['one proxy: the address it forwards', '10.0.0.1', 'forwarded', 'for=192.0.2.60;proto=https', '192.0.2.60'],
+    ['one proxy, X-Forwarded-For: the address it forwards', '10.0.0.1', 'x-forwarded-for', '192.0.2.60', '192.0.2.60'],
     [
       'one proxy that appends: the right-most address, not what the client wrote',
       '10.0.0.1',
+      'forwarded',
       'for=6.6.6.6, for=192.0.2.60',
-      '6.6.6.6, 192.0.2.60',
       '192.0.2.60',
     ],
     [
       "one proxy appending to X-Forwarded-For: the right-most, not the client's own entry",
       '10.0.0.1',
-      null,
+      'x-forwarded-for',
       '6.6.6.6, 192.0.2.60',
       '192.0.2.60',
     ],
-    // Chains.
-    ['two trusted proxies: past both', '10.0.0.1', 'for=192.0.2.60, for=10.0.0.2', null, '192.0.2.60'],
+    ['two trusted proxies: past both', '10.0.0.1', 'forwarded', 'for=192.0.2.60, for=10.0.0.2', '192.0.2.60'],
     [
       'a chain with untrusted hops: the right-most untrusted',
       '10.0.0.1',
+      'forwarded',
       'for=6.6.6.6, for=198.51.100.1, for=192.0.2.60, for=10.0.0.2',
-      null,
       '192.0.2.60',
     ],
     [
       'X-Forwarded-For chain with untrusted hops: the right-most untrusted',
       '10.0.0.1',
-      null,
+      'x-forwarded-for',
       '6.6.6.6, 198.51.100.1, 192.0.2.60, 10.0.0.2',
       '192.0.2.60',
     ],
-    ['every hop trusted: the left-most', '10.0.0.1', null, '10.0.0.3, 10.0.0.2', '10.0.0.3'],
-    // IPv6.
-    ['a quoted IPv6 address with a port', '10.0.0.1', 'for="[2001:db8:cafe::17]:4711"', null, '2001:db8:cafe::17'],
-    ['an IPv6 proxy', '2001:db8:ffff::5', 'for=192.0.2.60', null, '192.0.2.60'],
-    ['an IPv4-mapped peer', '::ffff:10.0.0.1', 'for=192.0.2.60', null, '192.0.2.60'],
-    ['a peer not trusted is given unmapped', '::ffff:198.51.100.9', null, null, '198.51.100.9'],
-    // Hops that hide where the request came from end the walk.
+    ['every hop trusted: the left-most', '10.0.0.1', 'x-forwarded-for', '10.0.0.3, 10.0.0.2', '10.0.0.3'],
+    [
+      'a quoted IPv6 address with a port',
+      '10.0.0.1',
+      'forwarded',
+      'for="[2001:db8:cafe::17]:4711"',
+      '2001:db8:cafe::17',
+    ],
+    ['an IPv6 proxy', '2001:db8:ffff::5', 'forwarded', 'for=192.0.2.60', '192.0.2.60'],
+    ['an IPv4-mapped peer', '::ffff:10.0.0.1', 'forwarded', 'for=192.0.2.60', '192.0.2.60'],
+    ['a peer not trusted is given unmapped', '::ffff:198.51.100.9', 'x-forwarded-for', null, '198.51.100.9'],
     [
       'for=unknown: the proxy itself, never what lies left of it',
       '10.0.0.1',
+      'forwarded',
       'for=6.6.6.6, for=unknown',
-      null,
       '10.0.0.1',
     ],
-    ['an obfuscated identifier: the proxy itself', '10.0.0.1', 'for=6.6.6.6, for="_hidden"', null, '10.0.0.1'],
+    ['an obfuscated identifier: the proxy itself', '10.0.0.1', 'forwarded', 'for=6.6.6.6, for="_hidden"', '10.0.0.1'],
     [
       'a hop with no for: the nearest trusted proxy',
       '10.0.0.1',
+      'forwarded',
       'for=6.6.6.6, proto=https, for=10.0.0.2',
-      null,
       '10.0.0.2',
     ],
-    ['a malformed entry in X-Forwarded-For: the proxy itself', '10.0.0.1', null, '6.6.6.6, not-an-address', '10.0.0.1'],
-    // Which field.
-    ['Forwarded is preferred to X-Forwarded-For', '10.0.0.1', 'for=192.0.2.60', '198.51.100.1', '192.0.2.60'],
-    ['Forwarded without any for: X-Forwarded-For', '10.0.0.1', 'proto=https', '198.51.100.1', '198.51.100.1'],
-    ['neither field: the proxy itself', '10.0.0.1', null, null, '10.0.0.1'],
-    ['empty list entries are skipped', '10.0.0.1', null, '192.0.2.60, ', '192.0.2.60'],
+    [
+      'a malformed entry in X-Forwarded-For: the proxy itself',
+      '10.0.0.1',
+      'x-forwarded-for',
+      '6.6.6.6, not-an-address',
+      '10.0.0.1',
+    ],
+    ['neither field: the proxy itself', '10.0.0.1', 'x-forwarded-for', null, '10.0.0.1'],
+    ['empty list entries are skipped', '10.0.0.1', 'x-forwarded-for', '192.0.2.60, ', '192.0.2.60'],
+    [
+      'a client claiming to be a trusted proxy is its own address',
+      '198.51.100.9',
+      'x-forwarded-for',
+      '10.0.0.1',
+      '198.51.100.9',
+    ],
+    ['Forwarded without any for: the proxy itself', '10.0.0.1', 'forwarded', 'proto=https', '10.0.0.1'],
   ];
-  for (const [name, peer, forwarded, xff, expected] of cases) {
-    it(`${name}: ${expected}`, () => {
-      assert.equal(clientAddress(peer, forwarded, xff, trusted), expected);
+  for (const [name, peer, header, field, expected] of cases) {
+    it(`${name} (${header}): ${expected}`, () => {
+      assert.equal(clientAddress(peer, field, trusted, header), expected);
     });
   }
+
+  it("reads only the field the proxy is configured to write (TRUST_PROXY_HEADER): the other is the client's", () => {
+    // Through a proxy that sets X-Forwarded-For and passes a client's Forwarded on untouched.
+    const forged = { forwarded: 'for=192.0.2.99', xff: '203.0.113.7' };
+    assert.equal(clientAddress('10.0.0.1', forged.xff, trusted, 'x-forwarded-for'), '203.0.113.7');
+    assert.equal(clientAddress('10.0.0.1', forged.forwarded, trusted, 'forwarded'), '192.0.2.99');
+    assert.equal(clientAddress('10.0.0.1', null, trusted, 'forwarded'), '10.0.0.1');
+  });
 });
 
 describe('the pipeline with TRUST_PROXY', () => {
@@ -249,7 +275,7 @@ describe('the pipeline with TRUST_PROXY', () => {
         db: {} as Database,
         log: createLogger('info', (line) => lines.push(JSON.parse(line))),
         authenticator,
-        cursorKey: new Uint8Array(32),
+        cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
       },
       routes,
     );
@@ -261,8 +287,9 @@ describe('the pipeline with TRUST_PROXY', () => {
   it('counts each forwarded client apart, and logs its address', async () => {
     const { lines, get } = setUp({ TRUST_PROXY: '10.0.0.1' });
     const statuses: number[] = [];
+    // The client's own Forwarded is not what the proxy writes (X-Forwarded-For): never read.
     for (const client of ['192.0.2.1', '192.0.2.1', '192.0.2.1', '192.0.2.2'])
-      statuses.push((await get('10.0.0.1', { forwarded: `for=${client}` })).status);
+      statuses.push((await get('10.0.0.1', { 'x-forwarded-for': client, forwarded: 'for=203.0.113.9' })).status);
     assert.deepEqual(statuses, [200, 200, 429, 200]);
     assert.deepEqual(
       lines.map((line) => line.clientAddress),
@@ -288,8 +315,8 @@ describe('the pipeline with TRUST_PROXY', () => {
     assert.equal(lines[0]?.clientAddress, '10.0.0.1');
   });
 
-  it('counts a forwarded IPv6 client by its /64', async () => {
-    const { get } = setUp({ TRUST_PROXY: 'loopback' });
+  it('counts a forwarded IPv6 client by its /64 (TRUST_PROXY_HEADER=forwarded)', async () => {
+    const { get } = setUp({ TRUST_PROXY: 'loopback', TRUST_PROXY_HEADER: 'forwarded' });
     const statuses: number[] = [];
     for (const client of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3', '2001:db8:1:3::1'])
       statuses.push((await get('::1', { forwarded: `for="[${client}]:4711"` })).status);

@@ -173,7 +173,7 @@ describe('the pipeline with CORS_ORIGINS', () => {
         db: {} as Database,
         log: createLogger('silent'),
         authenticator,
-        cursorKey: new Uint8Array(32),
+        cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
       },
       routes,
     );

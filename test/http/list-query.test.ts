@@ -12,7 +12,8 @@ const spec: ListSpec<Key, { status: string }> = {
 };
 /** No cursor is parsed here (test/http/list-cursor.test.ts has them): any key will do. */
 const KEY = new Uint8Array(32).fill(1);
-const parse = (qs: string) => parseListQuery(new URLSearchParams(qs), spec, '/orders', KEY);
+const parse = (qs: string) =>
+  parseListQuery(new URLSearchParams(qs), spec, '/orders', { keys: [KEY], principal: 'anyone' });
 
 describe('parseListQuery()', () => {
   it('defaults to page 1 of 20 in the default order', () => {

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import { HEALTH_RESERVE } from '../../src/http/connections.ts';
 import { createNodeServer } from '../../src/http/node-adapter.ts';
 import { bodySourceOf } from '../../src/http/incoming-request.ts';
 import { bufferedResponse } from '../../src/http/response.ts';
@@ -105,21 +106,47 @@ async function client(port: number, localAddress = '127.0.0.1') {
 }
 
 describe('createNodeServer(): connections (contract §11)', () => {
-  it('closes a connection past MAX_CONNECTIONS as it arrives, and says so', async () => {
+  it('past MAX_CONNECTIONS, closes the oldest idle keep-alive connection to make room for a new one', async () => {
+    const { node, port } = await serving(async () => text('ok'), { maxConnections: 2 });
+    try {
+      const [first, second] = [await client(port), await client(port)];
+      for (const c of [first, second]) {
+        c.socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+        assert.match(await c.until(/\r\n\r\nok/), /^HTTP\/1\.1 200 OK/);
+      }
+      // Both idle between requests now, the first the longest: it goes, and the newcomer is served in full.
+      const third = await client(port);
+      assert.equal(await first.closed, true);
+      third.socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+      assert.match(await third.until(/\r\n\r\nok/), /^HTTP\/1\.1 200 OK/);
+      assert.equal(second.socket.destroyed, false);
+      for (const c of [second, third]) c.socket.destroy();
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('past MAX_CONNECTIONS with none idle: the health reserve, one answer each; past it, closed at once', async () => {
     const refused: string[] = [];
-    const { node, port } = await serving(async () => text('ok'), {
+    const { node, port } = await serving(async (_request, info) => text(info.healthOnly === true ? 'health' : 'ok'), {
       maxConnections: 2,
       onRefused: (cap) => refused.push(cap),
     });
     try {
+      // Two connections that have sent nothing yet: not idle, not closed to make room.
       const held = [await client(port), await client(port)];
-      const third = await client(port);
-      assert.equal(await third.closed, true);
-      assert.equal(third.received(), '');
+      const reserve = await client(port);
+      reserve.socket.write('GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n');
+      assert.match(await reserve.until(/\r\n\r\nhealth/), /^HTTP\/1\.1 200 OK\r\n(.*\r\n)*connection: close\r\n/i);
+      // One answer, then the room goes to the next check.
+      assert.equal(await reserve.closed, true);
       assert.deepEqual(refused, ['process']);
-      held[0]?.socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
-      assert.match(await (held[0] as Awaited<ReturnType<typeof client>>).until(/\r\n\r\nok/), /^HTTP\/1\.1 200 OK/);
-      for (const c of held) c.socket.destroy();
+      // The reserve has HEALTH_RESERVE places; past them a connection is closed as it arrives.
+      const more = await Promise.all(Array.from({ length: HEALTH_RESERVE }, () => client(port)));
+      const past = await client(port);
+      assert.equal(await past.closed, true);
+      assert.equal(past.received(), '');
+      for (const c of [...held, ...more]) c.socket.destroy();
     } finally {
       await node.close();
     }

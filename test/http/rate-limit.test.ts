@@ -177,7 +177,7 @@ describe("the pipeline's limit of unauthenticated clients", () => {
       {
         config: loadConfig({ RATE_LIMIT: '2/60' }),
         db: {} as Database,
-        cursorKey: new Uint8Array(32),
+        cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
         log: createLogger('silent'),
         authenticator,
       },
@@ -244,7 +244,7 @@ describe("the pipeline's tables of users and addresses", () => {
       {
         config: loadConfig({ RATE_LIMIT: '2/60' }),
         db: {} as Database,
-        cursorKey: new Uint8Array(32),
+        cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
         log: createLogger('silent'),
         authenticator,
         tuning: { rateLimitMaxKeys: 10 },

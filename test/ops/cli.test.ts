@@ -143,7 +143,7 @@ describe('orders token', () => {
     );
     assert.equal(err, '');
     assert.equal(status, 0);
-    assert.match(out, /^ord_[A-Za-z0-9_-]{43}\n$/);
+    assert.match(out, /^ord_[A-Za-z0-9_-]{54}\n$/);
   });
 
   it('list shows the tokens without their secrets', async () => {
@@ -200,7 +200,7 @@ describe('orders token', () => {
     ]) {
       const result = await cli(...argv);
       assert.equal(result.status, 2, argv.join(' '));
-      assert.ok(result.err.includes('usage: orders <command>'), argv.join(' '));
+      assert.ok(result.err.includes('usage: orders                      the server'), argv.join(' '));
     }
   });
 });
@@ -241,11 +241,25 @@ Commands:
 "orders help token <command>" shows a command's options and an example.
 `;
 
+describe('orders keys rotate', () => {
+  it('seals cursors under a new key and keeps the old one to open those given out', async () => {
+    const rotated = await cli('keys', 'rotate');
+    assert.deepEqual(rotated, {
+      status: 0,
+      out: 'rotated the cursor key: every process seals with the new one within a minute\n',
+      err: '',
+    });
+    // Twice: the previous key is the one the first rotation made.
+    assert.equal((await cli('keys', 'rotate')).status, 0);
+  });
+});
+
 describe('orders --help', () => {
   it('is the general usage, listing every command with its synopsis', () => {
     assert.equal(
       USAGE,
-      `usage: orders <command> [options]
+      `usage: orders                      the server: serves the API on HOST:PORT (as make run starts it)
+       orders <command> [options]
        orders help [<command>]     this text, or a command's options and an example
        orders <command> --help     the same as orders help <command>
        orders --version            the version
@@ -259,12 +273,15 @@ prints them as JSON
   token list --user ID                                     print the user's tokens as JSON (never the secret)
   token revoke --id TOKEN_ID                               revoke a token; prints nothing
   idempotency purge                                        delete idempotency keys older than 24 hours; prints how many
+  keys rotate                                              seal cursors under a new key, the old one still opening \
+those given out; prints what it did
 
 The database is DATABASE_URL, or the embedded one in DATA_DIR (default ./data).
 A .env file in the working directory supplies variables the environment does not set.
 Scopes: orders:read, orders:write, payments:read, payments:write, users:read, users:write, events:read, \
 webhooks:write. TTL units: s, m, h, d.
-Exit status: 0 done, 1 the command failed, 2 a mistake in the command line or in .env.`,
+Settings (PORT, HOST, DATABASE_URL, …) are listed in the README; a near miss of one is a warning.
+Exit status: 0 done, 1 the command (or the server's start) failed, 2 a mistake in the command line, a setting or .env.`,
     );
   });
 

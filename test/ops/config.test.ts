@@ -16,7 +16,7 @@ describe('loadConfig()', () => {
       maxBodyBytes: 1_048_576,
       bodyBudgetBytes: 64 * 1_048_576,
       maxConnections: 768,
-      maxConnectionsPerAddress: 192,
+      maxConnectionsPerAddress: 24,
       fileDescriptors: 1024,
       rateLimit: { limit: 600, windowSeconds: 60 },
       cacheMaxAge: 60,
@@ -27,6 +27,7 @@ describe('loadConfig()', () => {
       webhookAllowPrivate: false,
       dbPrepare: true,
       replicaMaxLagSeconds: 5,
+      trustProxyHeader: 'x-forwarded-for',
     });
   });
 
@@ -203,6 +204,10 @@ describe('loadConfig(): contract §16 variables', () => {
     [{ METRICS_TOKEN: 'has a space in the middle' }, tokenMessage],
     [{ DB_PREPARE: 'false' }, 'DB_PREPARE must be one of on, off, got "false"'],
     [
+      { TRUST_PROXY_HEADER: 'X-Real-IP' },
+      'TRUST_PROXY_HEADER must be one of x-forwarded-for, forwarded, got "X-Real-IP"',
+    ],
+    [
       { DATABASE_READ_URL: 'postgres://u@standby/orders' },
       'DATABASE_READ_URL needs DATABASE_URL: it names a replica of that server',
     ],
@@ -255,20 +260,20 @@ describe('loadConfig(): contract §16 variables', () => {
 });
 
 describe('loadConfig(): bodies and connections (contract §11)', () => {
-  it('takes the connection caps from the open-files limit: a quarter kept (at least 64), a quarter per address', () => {
+  it('takes the connection caps from the open-files limit: a quarter kept (at least 64), a 32nd per address', () => {
     const caps = (limit: number) => {
       const config = loadConfig({}, limit);
       return [config.maxConnections, config.maxConnectionsPerAddress, config.fileDescriptors];
     };
-    assert.deepEqual(caps(256), [192, 48, 256]);
-    assert.deepEqual(caps(1024), [768, 192, 1024]);
-    assert.deepEqual(caps(65_536), [49_152, 256, 65_536]);
-    assert.deepEqual(caps(100), [36, 9, 100]);
+    assert.deepEqual(caps(256), [192, 6, 256]);
+    assert.deepEqual(caps(1024), [768, 24, 1024]);
+    assert.deepEqual(caps(65_536), [49_152, 64, 65_536]);
+    assert.deepEqual(caps(100), [36, 4, 100]);
     assert.deepEqual(caps(20), [1, 1, 20]);
     // Unknown (not Linux): 1024 assumed.
     assert.deepEqual(connectionLimits({}, undefined), {
       maxConnections: 768,
-      maxConnectionsPerAddress: 192,
+      maxConnectionsPerAddress: 24,
       fileDescriptors: undefined,
     });
   });
@@ -283,7 +288,7 @@ describe('loadConfig(): bodies and connections (contract §11)', () => {
       [100, 10, 2_097_152],
     );
     // The per-address default follows the cap given.
-    assert.equal(loadConfig({ MAX_CONNECTIONS: '100' }, 256).maxConnectionsPerAddress, 25);
+    assert.equal(loadConfig({ MAX_CONNECTIONS: '100' }, 256).maxConnectionsPerAddress, 4);
   });
 
   const refusals: [Record<string, string>, string][] = [
@@ -312,6 +317,30 @@ describe('loadConfig(): bodies and connections (contract §11)', () => {
     const limit = fileDescriptorLimit();
     assert.ok(limit === undefined || (Number.isSafeInteger(limit) && limit > 0));
     assert.equal(fileDescriptorLimit('/nonexistent/limits'), undefined);
+  });
+});
+
+describe('loadConfig(): a password that needs percent-encoding', () => {
+  const SAID =
+    'its user name or password holds an "@", "/", "?" or "#" that is not percent-encoded, so the host would be ' +
+    'read from inside it; write them as %40, %2F, %3F and %23 (encodeURIComponent() does)';
+  for (const password of ['p@ss', 'pa/ss', 'pa?ss', 'pa#ss', 'a@b/c']) {
+    it(`refuses a password ${JSON.stringify(password)} written as it is, never echoing it; takes it encoded`, () => {
+      for (const name of ['DATABASE_URL', 'DATABASE_READ_URL']) {
+        const written = `postgres://orders:${password}@db.internal:5432/orders`;
+        const env = { DATABASE_URL: 'postgres://u@p/o', [name]: written };
+        assert.throws(() => loadConfig(env, 1024), { name: 'ConfigError', message: `${name}: ${SAID}` });
+        const encoded = `postgres://orders:${encodeURIComponent(password)}@db.internal:5432/orders`;
+        assert.equal(
+          loadConfig({ ...env, [name]: encoded }, 1024)[name === 'DATABASE_URL' ? 'databaseUrl' : 'databaseReadUrl'],
+          encoded,
+        );
+      }
+    });
+  }
+  it('takes a plain password with a query, a user without a password, and no user at all', () => {
+    for (const url of ['postgres://u:pw@h/db?application_name=orders', 'postgres://u@h/db', 'postgres://h/db'])
+      assert.equal(loadConfig({ DATABASE_URL: url }, 1024).databaseUrl, url);
   });
 });
 

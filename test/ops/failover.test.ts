@@ -52,7 +52,16 @@ before(async () => {
   const port = Number(new URL(cluster.url).port);
   counting = await startProxy({ host: '127.0.0.1', port });
   service = await startService(
-    { DATABASE_URL: cluster.url.replace(`:${port}/`, `:${counting.port}/`), RATE_LIMIT: 'off', LOG_LEVEL: 'warn' },
+    {
+      DATABASE_URL: cluster.url.replace(`:${port}/`, `:${counting.port}/`),
+      RATE_LIMIT: 'off',
+      LOG_LEVEL: 'warn',
+      // The four customers all come from 127.0.0.1 here, and an outage keeps several hundred of their connections
+      // open; deployed, they come through HAProxy, whose address (TRUST_PROXY) the per-address cap leaves out.
+      // Far above them: a POST sent on an idle connection the cap closes at that moment is lost to its client.
+      MAX_CONNECTIONS: '4000',
+      MAX_CONNECTIONS_PER_ADDRESS: '4000',
+    },
     undefined,
     undefined,
     [process.execPath, PROGRAM],
@@ -252,27 +261,47 @@ async function judge(t: TestContext, outcome: Outcome, keyed: boolean): Promise<
   const unknown = attempts.filter((a) => a.type === '/problems/outcome-unknown').length;
   t.diagnostic(
     `${keyed ? 'keyed' : 'no key'}: ${ops.length} orders, ${attempts.length} requests; lost ${lost}, duplicates ` +
-      `${duplicates}, late work ${late}; first 201 ${Math.round(first201 - routedAt)} ms after the new primary was ` +
+      `${duplicates}, late work ${late}; ${((first201 - crashAt) / 1000).toFixed(1)} s of 503s from the crash to the ` +
+      `first 201, ${Math.round(first201 - routedAt)} ms after the new primary was ` +
       `routed (${Math.round(routedAt - crashAt)} ms after the crash); ${outcome.attemptsDuringOutage} connections ` +
       `meanwhile; ${outage503.length} 503s in the outage, median ${Math.round(median)} ms; ${unknown} outcome-unknown`,
   );
   assert.equal(lost, 0, 'acknowledged orders lost');
   assert.equal(duplicates, 0, 'orders done twice');
   assert.equal(late, 0, 'orders done after their 503 unavailable');
-  assert.ok(first201 - routedAt < 3_000, `the first 201 came ${Math.round(first201 - routedAt)} ms after the routing`);
+  // What the requests between the routing and the first 201 were answered, by problem type.
+  const between = attempts.filter((a) => a.sentAt >= routedAt && a.answeredAt < first201);
+  const counts = new Map<string, number>();
+  for (const a of between)
+    counts.set(`${a.status} ${a.type ?? ''}`, (counts.get(`${a.status} ${a.type ?? ''}`) ?? 0) + 1);
+  const kinds = [...counts].map(([kind, n]) => `${kind} ×${n}`);
+  assert.ok(
+    first201 - routedAt < 3_000,
+    `the first 201 came ${Math.round(first201 - routedAt)} ms after the routing; meanwhile ${kinds.join(', ')}`,
+  );
   assert.ok(outcome.attemptsDuringOutage < 500, `${outcome.attemptsDuringOutage} connection attempts`);
+}
+
+/** Fails with `error`, its message followed by the service's last warnings: what it met, for CI's output. */
+function withLog(error: Error): never {
+  const lines = service
+    .stdout()
+    .split('\n')
+    .filter((line) => line.includes('"warn"') || line.includes('"error"'));
+  error.message += `\n--- the service's last warnings\n${lines.slice(-40).join('\n')}`;
+  throw error;
 }
 
 describe('a failover under 60 orders a second (contract §17)', { skip }, () => {
   it('with keys: nothing lost, nothing twice, nothing late; back within 3 s; few reconnections; no 500', async (t) => {
     assert.equal(await cluster.primary(), 'node1');
-    await judge(t, await underLoad('node1', 'node2', true, 'keyed'), true);
+    await judge(t, await underLoad('node1', 'node2', true, 'keyed'), true).catch(withLog);
   });
 
   it('without keys, after the old primary rejoined: the same', async (t) => {
     await cluster.rejoin('node1');
     assert.equal(await cluster.primary(), 'node2');
-    await judge(t, await underLoad('node2', 'node1', false, 'bare'), false);
+    await judge(t, await underLoad('node2', 'node1', false, 'bare'), false).catch(withLog);
   });
 });
 
@@ -282,7 +311,18 @@ describe('the high-availability configurations docs/operations.md gives', () => 
   it('are the ones this test runs, word for word', () => {
     const haproxy = read('../fixtures/haproxy-ha.cfg.template');
     const patroni = read('../fixtures/patroni.yml.template');
+    const etcd = read('../fixtures/etcd.env.template');
+    const database = read('../fixtures/ha-database.sh');
     assert.ok(operations.includes(`\`\`\`haproxy\n${haproxy}\`\`\``), 'the HAProxy configuration');
     assert.ok(operations.includes(`\`\`\`yaml\n${patroni}\`\`\``), 'the Patroni configuration');
+    assert.ok(operations.includes(`\`\`\`sh\n${etcd}\`\`\``), "etcd's /etc/default/etcd");
+    assert.ok(operations.includes(`\`\`\`sh\n${database}\`\`\``), "the service's role and database");
+  });
+
+  it('trust no one: pg_hba written out whole, with no trust line; initdb told not to trust either', () => {
+    const patroni = read('../fixtures/patroni.yml.template');
+    assert.doesNotMatch(patroni, /^\s*- .*\btrust\s*$/m);
+    assert.match(patroni, /^ {2}pg_hba:\n {4}- local all postgres peer\n/m);
+    assert.match(patroni, /- auth-local: peer\n {4}- auth-host: scram-sha-256\n/);
   });
 });

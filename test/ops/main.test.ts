@@ -35,8 +35,8 @@ describe('the service process', {
   });
 
   it('prints an admin and a customer token on first creation', async () => {
-    const admin = /admin: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr());
-    const customer = /customer: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr());
+    const admin = /admin: +(ord_[A-Za-z0-9_-]{54})\n/.exec(first.stderr());
+    const customer = /customer: +(ord_[A-Za-z0-9_-]{54})\n/.exec(first.stderr());
     assert.ok(admin && customer, first.stderr());
     adminToken = admin[1] as string;
     const users = await fetch(`${first.url}/v1/users`, { headers: { authorization: `Bearer ${adminToken}` } });
@@ -53,7 +53,7 @@ describe('the service process', {
     const document = await (await fetch(`${first.url}/openapi.json`)).json();
     const example = document.paths['/v2/orders'].post.requestBody.content['application/json'].example;
     assert.deepEqual(example, { customerId: 2, items: [{ productId: 1, qty: 2 }] });
-    const customer = /customer: +(ord_[A-Za-z0-9_-]{43})\n/.exec(first.stderr())?.[1] as string;
+    const customer = /customer: +(ord_[A-Za-z0-9_-]{54})\n/.exec(first.stderr())?.[1] as string;
     for (const token of [adminToken, customer]) {
       const response = await fetch(`${first.url}/v2/orders`, {
         method: 'POST',

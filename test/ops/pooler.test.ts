@@ -97,7 +97,7 @@ describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
     // As the operator who first met the lost writes had it: the parameter let through, and dropped.
     const lenient = await startPgBouncer(database.target as { host: string; port: number }, {
       poolSize: 4,
-      ignoreStartupParameters: 'statement_timeout',
+      ignoreStartupParameters: 'statement_timeout,idle_in_transaction_session_timeout',
     });
     const customer = await t.user('customer');
     const log: Record<string, unknown>[] = [];

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/config.ts';
-import { SETTINGS, unknownSettings } from '../../src/config/settings.ts';
+import { misspeltSettings, SETTINGS, unknownSettings } from '../../src/config/settings.ts';
 
 describe('SETTINGS', () => {
   it('holds every variable loadConfig() reads, and ENV_STRICT, and nothing else', () => {
@@ -36,5 +36,31 @@ describe('unknownSettings()', () => {
       '.env line 5: NODE_OPTIONS is not a setting of the service (it is ignored)',
       '.env line 6: REDIS_ULR is not a setting of the service; did you mean REDIS_URL?',
     ]);
+  });
+});
+
+describe('misspeltSettings()', () => {
+  it("says each name of the environment that is a near miss of a setting, and none of other programs' names", () => {
+    assert.deepEqual(
+      misspeltSettings([
+        'DATABSE_URL',
+        'PATH',
+        'USER',
+        'HOME',
+        'HOSTNAME',
+        'PGDATA',
+        'PGSSLMODE',
+        'NODE_OPTIONS',
+        'MAKELEVEL',
+        'DB_POOLMAX',
+        'LOG_LEVLE',
+        'PORT',
+      ]),
+      [
+        'environment: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?',
+        'environment: DB_POOLMAX is not a setting of the service; did you mean DB_POOL_MAX?',
+        'environment: LOG_LEVLE is not a setting of the service; did you mean LOG_LEVEL?',
+      ],
+    );
   });
 });

@@ -13,7 +13,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
 import { runCli } from '../../src/cli.ts';
+import { REAL_SERVER_URL, TEST_PREPARE } from '../support/database.ts';
 import { startProxy } from '../support/proxy.ts';
 import { PASSWORD, PGBOUNCER_MISSING, startPgBouncer, USER } from '../support/pgbouncer.ts';
 import { spawnService, startService } from '../support/process.ts';
@@ -151,6 +154,38 @@ describe('names in .env the service does not know (contract §1)', () => {
       'orders: warning: .env line 2: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?\n' +
         'orders: warning: .env line 3: FAVOURITE_COLOUR is not a setting of the service (it is ignored)\n',
     );
+  });
+});
+
+describe('a near miss of a setting in the environment (not .env)', () => {
+  it('is a warning naming the setting; ENV_STRICT=1 stops the start (exit 2) before anything is made', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'orders-env-'));
+    try {
+      const dataDir = join(cwd, 'data');
+      const service = await startService({ DATA_DIR: dataDir, DATABSE_URL: 'postgres://nobody@127.0.0.1:1/orders' });
+      try {
+        assert.deepEqual(
+          service
+            .stderr()
+            .split('\n')
+            .filter((line) => line.includes('warning')),
+          ['orders: warning: environment: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?'],
+        );
+      } finally {
+        service.process.kill('SIGTERM');
+        await once(service.process, 'exit');
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+      const run = await exited({ DATA_DIR: dataDir, DATABSE_URL: 'x', ENV_STRICT: '1' });
+      assert.equal(run.code, 2);
+      assert.equal(
+        run.stderr,
+        'orders: environment: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL? (ENV_STRICT=1)\n',
+      );
+      assert.equal(existsSync(dataDir), false);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });
 
@@ -303,10 +338,96 @@ describe('a login refused at start', { skip: PGBOUNCER_MISSING }, () => {
       url.password = 'not-the-password';
       const run = await exited({ DATABASE_URL: url.toString(), DB_PREPARE: 'off', LOG_LEVEL: 'warn' });
       assert.equal(run.code, 1);
-      assert.equal(run.stderr, 'orders: cannot start: SASL authentication failed\n');
+      assert.equal(run.stderr, `orders: cannot start: SASL authentication failed; ${PASSWORD_FIX}\n`);
       assert.deepEqual(logged(run.stdout, 'database not answering; waiting (DATABASE_WAIT)'), []);
+      assert.equal(`${run.stdout}${run.stderr}`.includes('not-the-password'), false, 'the password is never shown');
     } finally {
       await pgbouncer.stop();
     }
+  });
+});
+
+const PASSWORD_FIX =
+  "put the role's right password in DATABASE_URL (percent-encoded) or PGPASSWORD; an administrator may set it " +
+  "with ALTER ROLE … PASSWORD '…'";
+
+describe('a database, role or server that refuses at start: one line with the cause and the fix', {
+  skip:
+    REAL_SERVER_URL === undefined
+      ? 'needs a real PostgreSQL server'
+      : TEST_PREPARE
+        ? false
+        : "through the suite's PgBouncer the refusals are PgBouncer's own (its auth_file knows one user)",
+}, () => {
+  const server = new URL(REAL_SERVER_URL as string);
+  const suffix = randomBytes(4).toString('hex');
+  const role = `orders_hint_${suffix}`;
+  const readOnly = `orders_hint_ro_${suffix}`;
+  const secret = `secret-${suffix}`;
+  let admin: ReturnType<typeof postgres>;
+  /** `DATABASE_URL` on the test server, as `user` (with `password`), on `database`. */
+  const at = (user: string, database: string, password?: string) => {
+    const url = new URL(server.toString());
+    url.username = user;
+    url.password = password ?? '';
+    url.pathname = `/${database}`;
+    return url.toString();
+  };
+  const start = async (url: string) => {
+    const run = await exited({
+      DATABASE_URL: url,
+      DATABASE_WAIT: '0',
+      LOG_LEVEL: 'warn',
+      ...(TEST_PREPARE ? {} : { DB_PREPARE: 'off' }),
+    });
+    assert.equal(run.code, 1);
+    assert.equal(`${run.stdout}${run.stderr}`.includes(secret), false, 'the password is never shown');
+    return run.stderr;
+  };
+
+  before(async () => {
+    admin = postgres(REAL_SERVER_URL as string, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${secret}'`);
+    await admin.unsafe(`CREATE DATABASE ${readOnly}`);
+    await admin.unsafe(`ALTER DATABASE ${readOnly} SET default_transaction_read_only = on`);
+  });
+  after(async () => {
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${readOnly} WITH (FORCE)`);
+    await admin.unsafe(`DROP ROLE IF EXISTS ${role}`);
+    await admin.end();
+  });
+
+  it('a database that does not exist, to the server and to the command-line tool', async () => {
+    const line =
+      `database "no_such_${suffix}" does not exist; create the database (CREATE DATABASE … ` +
+      'OWNER …, or createdb) or name an existing one in DATABASE_URL\n';
+    const url = at(server.username, `no_such_${suffix}`, server.password);
+    assert.equal(await start(url), `orders: cannot start: ${line}`);
+    let err = '';
+    const io = { out: () => {}, err: (t: string) => (err += t) };
+    assert.equal(await runCli(['migrate'], { DATABASE_URL: url, DATABASE_WAIT: '0' }, io), 1);
+    assert.equal(err, `orders: ${line}`);
+  });
+  it('a role that does not exist', async () => {
+    assert.equal(
+      await start(at(`nobody_${suffix}`, server.pathname.slice(1), secret)),
+      `orders: cannot start: role "nobody_${suffix}" does not exist; create the role (CREATE ROLE … LOGIN ` +
+        "PASSWORD '…') or name an existing one in DATABASE_URL\n",
+    );
+  });
+  it('a role that may not create the tables', async () => {
+    assert.equal(
+      await start(at(role, server.pathname.slice(1), secret)),
+      'orders: cannot start: permission denied for schema public; let the role create in the ' +
+        'schema (GRANT CREATE ON SCHEMA public TO …) or make it the owner\n',
+    );
+  });
+  it('a server that takes no writes', async () => {
+    assert.equal(
+      await start(at(server.username, readOnly, server.password)),
+      'orders: cannot start: cannot execute CREATE TABLE in a read-only transaction; the server takes no writes ' +
+        '(a standby, or default_transaction_read_only): point DATABASE_URL at the primary, or list every host with ' +
+        'target_session_attrs=read-write\n',
+    );
   });
 });

@@ -291,3 +291,47 @@ describe('the size of the source (scripts/check-size.mjs, also run by make lint)
     assert.deepEqual(findings('src/x.ts', file), [`src/x.ts: ${MAX_FILE_LINES + 1} lines (at most ${MAX_FILE_LINES})`]);
   });
 });
+
+/** The string literals of TypeScript `source` that read as an SQL statement: a keyword, then more words. */
+function sqlTexts(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const literals = code.match(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`/g) ?? [];
+  const statement =
+    /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|LOCK|SHOW|SET|CREATE|ALTER|DROP)\s+\S/;
+  return literals.map((literal) => literal.slice(1, -1)).filter((text) => statement.test(text));
+}
+
+describe('SQL lives in sql/', () => {
+  it('no file under src/ holds an SQL statement in a string (statements are named in sql/queries/)', () => {
+    const found = sourceFiles().flatMap((file) =>
+      sqlTexts(readFileSync(join(ROOT, file), 'utf8')).map((text) => `${file}: ${text.slice(0, 60)}`),
+    );
+    assert.deepEqual(found, []);
+  });
+
+  it('tells a statement from a command tag, a word in a message or a statement in a comment', () => {
+    const source = [
+      "const probe = () => sql.unsafe('SELECT 1');",
+      'const text = `UPDATE orders SET x = 1`;',
+      "if (tag !== 'COMMIT') fail();",
+      "redis.call('SET', key);",
+      '// sql.unsafe("SELECT 2")',
+      "/* 'DELETE FROM orders' */ const message = 'select a product first';",
+    ].join('\n');
+    assert.deepEqual(sqlTexts(source), ['SELECT 1', 'UPDATE orders SET x = 1']);
+  });
+});
+
+describe('the driver as published, patches aside', () => {
+  it('is never changed at run time: no property of a pool or a reserved connection is assigned in src/', () => {
+    const assignment = /\b(sql|reserved|pool)\.\w+\s*=[^=>]/;
+    const found = sourceFiles().flatMap((file) =>
+      readFileSync(join(ROOT, file), 'utf8')
+        .split('\n')
+        .map((line, i) => ({ line, at: `${file}:${i + 1}` }))
+        .filter(({ line }) => !/^\s*(\*|\/\/)/.test(line) && assignment.test(line))
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
+    assert.deepEqual(found, []);
+  });
+});

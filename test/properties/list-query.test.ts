@@ -50,17 +50,26 @@ const KEY = new Uint8Array(32).fill(1);
 const OTHER_KEY = new Uint8Array(32).fill(2);
 const COLLECTION = '/orders';
 
+/** Who asks: every cursor below was given to this client, with the default page size. */
+const PRINCIPAL = 'user 7';
+const made = (sort: { key: string; descending: boolean }[], filters: Record<string, unknown>) => ({
+  sort,
+  filters,
+  pageSize: 20,
+  principal: PRINCIPAL,
+});
+
 /**
- * Cursors made for known queries: `order` is the order (id ended) and `filters` the filters each was made for,
- * `page` the page number it carries.
+ * Cursors made for known queries: `order` is the order (id ended) and `filters` the filters each was made for
+ * (with page size 20), `page` the page number it carries.
  */
 const CURSORS = [
-  { text: encodeCursor(KEY, COLLECTION, { sort: [], filters: {} }, ['5'], 2), order: 'id', filters: '', page: 2 },
+  { text: encodeCursor(KEY, COLLECTION, made([], {}), ['5'], 2), order: 'id', filters: '', page: 2 },
   {
     text: encodeCursor(
       KEY,
       COLLECTION,
-      { sort: [{ key: 'total', descending: true }], filters: { status: 'paid' } },
+      made([{ key: 'total', descending: true }], { status: 'paid' }),
       ['12.50', '7'],
       3,
     ),
@@ -69,9 +78,9 @@ const CURSORS = [
     page: 3,
   },
   // A value of the wrong type (a total that is no decimal): refused whatever the query.
-  { text: encodeCursor(KEY, COLLECTION, { sort: [], filters: {} }, ['x'], 2), order: '', filters: '', page: 2 },
-  // Signed with another key: refused whatever the query.
-  { text: encodeCursor(OTHER_KEY, COLLECTION, { sort: [], filters: {} }, ['5'], 2), order: '', filters: '', page: 2 },
+  { text: encodeCursor(KEY, COLLECTION, made([], {}), ['x'], 2), order: '', filters: '', page: 2 },
+  // Sealed under another key: refused whatever the query.
+  { text: encodeCursor(OTHER_KEY, COLLECTION, made([], {}), ['5'], 2), order: '', filters: '', page: 2 },
 ];
 
 /** contract §4, restated: the order a valid sort gives, as text: its keys up to id, which ends it. */
@@ -106,8 +115,9 @@ function badParameters(pairs: readonly [string, string][]): Set<string> {
         .map(([n, v]) => `${n}=${v}`)
         .sort()
         .join('&');
-      const made = CURSORS.find((c) => c.text === cursor);
-      if (made === undefined || made.order !== orderOf(first('sort')) || made.filters !== filters) bad.add('cursor');
+      const given = CURSORS.find((c) => c.text === cursor);
+      if (given === undefined || given.order !== orderOf(first('sort')) || given.filters !== filters || pageSize !== 20)
+        bad.add('cursor');
     }
   }
   return bad;
@@ -174,7 +184,10 @@ describe('parseListQuery() with the orders spec, on random query strings', () =>
         const search = new URLSearchParams();
         for (const [n, v] of given) search.append(n, v);
         // Round-trip through the query-string text, as a request would.
-        const parsed = parseListQuery(new URLSearchParams(search.toString()), ORDER_LIST, COLLECTION, KEY);
+        const parsed = parseListQuery(new URLSearchParams(search.toString()), ORDER_LIST, COLLECTION, {
+          keys: [KEY],
+          principal: PRINCIPAL,
+        });
         const bad = badParameters([...new URLSearchParams(search.toString())] as [string, string][]);
         if (!parsed.ok) {
           assert.deepEqual(new Set(parsed.errors.map((e) => e.parameter)), bad);

@@ -16,10 +16,19 @@ import type { ServiceProcess } from './process.ts';
 let made = 0;
 
 /** An admin token, with every scope, for `service` on `database`. */
-export async function adminToken(database: TestDatabase, service: ServiceProcess): Promise<string> {
+export function adminToken(database: TestDatabase, service: ServiceProcess): Promise<string> {
+  return tokenOf('admin', database, service);
+}
+
+/** A token of a new user of `role` (on the embedded database, the demo user's it printed), with every scope. */
+export async function tokenOf(
+  role: 'admin' | 'customer',
+  database: TestDatabase,
+  service: ServiceProcess,
+): Promise<string> {
   if (!database.real) {
-    const printed = /admin: +(ord_[A-Za-z0-9_-]{43})\n/.exec(service.stderr())?.[1];
-    if (printed === undefined) throw new Error(`the service printed no admin token: ${service.stderr()}`);
+    const printed = new RegExp(`${role}: +(ord_[A-Za-z0-9_-]+)\\n`).exec(service.stderr())?.[1];
+    if (printed === undefined) throw new Error(`the service printed no ${role} token: ${service.stderr()}`);
     return printed;
   }
   const db = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1, prepare: TEST_PREPARE });
@@ -27,9 +36,9 @@ export async function adminToken(database: TestDatabase, service: ServiceProcess
     await seed(db);
     made += 1;
     const user = await createUser(db, {
-      email: `admin${made}.${process.pid}@example.test`,
-      name: 'Admin',
-      role: 'admin',
+      email: `${role}${made}.${process.pid}@example.test`,
+      name: role === 'admin' ? 'Admin' : 'Customer',
+      role,
     });
     return (await createToken(db, user.id, SCOPES, null)).token;
   } finally {

@@ -8,6 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { until } from './tools.ts';
+import type { Sql } from '../../src/db/connection.ts';
+import { QUERIES_DIR } from '../../src/db/database.ts';
+import { loadStatements } from '../../src/db/statements.ts';
+import { transaction, transactionTexts, type TransactionSql, type TransactionTexts } from '../../src/db/transaction.ts';
 
 export interface TestDatabase {
   /** The `DATABASE_URL` the service should use. */
@@ -101,3 +105,14 @@ async function untilOnStandby(name: string): Promise<void> {
     await sql.end();
   }
 }
+
+/** The service's transaction (src/db/transaction.ts) on `sql`, with the statements of sql/queries/transactions.sql. */
+export function serviceTransaction<T>(sql: Sql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  texts ??= transactionTexts((name) => {
+    const found = loadStatements(QUERIES_DIR).get(name);
+    if (found === undefined) throw new Error(`no statement ${name}`);
+    return found;
+  });
+  return transaction(sql, work, texts);
+}
+let texts: TransactionTexts | undefined;

@@ -5,7 +5,7 @@
  */
 import type { Database, Db, Param, Tx } from '../../src/db/database.ts';
 import type { BatchedRead, BatchParam } from '../../src/db/batch.ts';
-import type { RequestScope } from '../../src/db/scope.ts';
+import type { RequestScope } from '../../src/db/cancellation.ts';
 
 /**
  * The database whose request handles run `hook` each time the statement `name` has run (in a transaction or

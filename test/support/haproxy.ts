@@ -1,9 +1,11 @@
 /**
  * A private HAProxy (Debian's 2.6) on a free loopback port, in front of the
  * service's processes, started with the configuration docs/operations.md
- * gives (test/fixtures/haproxy.cfg.template: round robin, `option httpchk
- * GET /healthz`), its addresses replaced and its checks every 100 ms instead
- * of 2 s; plus a stats page, from which a test reads each backend's state.
+ * gives (test/fixtures/haproxy.cfg.template: round robin among the processes
+ * ready by `GET /readyz`, or the live ones by `GET /healthz` when none is),
+ * its addresses replaced and its checks every 100 ms instead of 2 s (50 ms
+ * instead of 500 during a change); plus a stats page, from which a test reads
+ * each backend's state.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -25,15 +27,24 @@ export const CHECK_INTERVAL_MS = 100;
 export interface Haproxy {
   /** `http://127.0.0.1:<port>`: the service as its clients reach it. */
   readonly url: string;
-  /** Each backend's state as HAProxy sees it now: `UP`, `DOWN`, `UP 1/2`… by server name (orders1, orders2). */
-  states(): Promise<Record<string, string>>;
+  /**
+   * Each server's state as HAProxy sees it now in backend `backend` (`orders`, the ready ones; `orders_live`): `UP`,
+   * `DOWN`, `UP 1/2`… by server name (orders1, orders2).
+   */
+  states(backend?: string): Promise<Record<string, string>>;
   /** What it printed: its request log (`option httplog`) among it. */
   log(): string;
   stop(): Promise<void>;
 }
 
-/** HAProxy in front of `backends` (the service's processes: `http://127.0.0.1:port`), named orders1, orders2… */
-export async function startHaproxy(backends: readonly string[]): Promise<Haproxy> {
+/**
+ * HAProxy in front of `backends` (the service's processes: `http://127.0.0.1:port`), named orders1, orders2…;
+ * `changes`: more replacements of the documented text, each of a piece it holds once (a shorter time-out, say).
+ */
+export async function startHaproxy(
+  backends: readonly string[],
+  changes: readonly [string, string][] = [],
+): Promise<Haproxy> {
   assert.ok(HAPROXY, 'haproxy is not installed');
   const dir = mkdtempSync(join(tmpdir(), 'orders-haproxy-'));
   const [port, statsPort] = [await freePort(), await freePort()];
@@ -42,9 +53,11 @@ export async function startHaproxy(backends: readonly string[]): Promise<Haproxy
     return text.replace(from, to);
   };
   let cfg = replace(HAPROXY_TEMPLATE, 'bind :80', `bind 127.0.0.1:${port}`);
-  cfg = replace(cfg, 'inter 2s', `inter ${CHECK_INTERVAL_MS}ms`);
+  // In both backends: the ready ones and the live ones.
+  cfg = cfg.replaceAll(' inter 2s ', ` inter ${CHECK_INTERVAL_MS}ms `).replace('fastinter 500ms', 'fastinter 50ms');
+  for (const [from, to] of changes) cfg = replace(cfg, from, to);
   const servers = backends.map((url, i) => `    server orders${i + 1} ${new URL(url).host} check`).join('\n');
-  cfg = replace(cfg, '    server orders1 10.0.0.11:3000 check\n    server orders2 10.0.0.12:3000 check', servers);
+  cfg = cfg.replaceAll('    server orders1 10.0.0.11:3000 check\n    server orders2 10.0.0.12:3000 check', servers);
   cfg += `\nfrontend stats\n    bind 127.0.0.1:${statsPort}\n    stats enable\n    stats uri /stats\n`;
   writeFileSync(join(dir, 'haproxy.cfg'), cfg);
   const child = spawn(HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -58,7 +71,7 @@ export async function startHaproxy(backends: readonly string[]): Promise<Haproxy
   );
   return {
     url: `http://127.0.0.1:${port}`,
-    async states() {
+    async states(backend = 'orders') {
       const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
       const [header, ...rows] = csv.replace(/^# /, '').trim().split('\n');
       const columns = (header as string).split(',');
@@ -66,7 +79,7 @@ export async function startHaproxy(backends: readonly string[]): Promise<Haproxy
       const states: Record<string, string> = {};
       for (const row of rows) {
         const cells = row.split(',');
-        if (cells[proxy as number] === 'orders' && /^orders\d+$/.test(cells[server as number] as string))
+        if (cells[proxy as number] === backend && /^orders\d+$/.test(cells[server as number] as string))
           states[cells[server as number] as string] = cells[status as number] as string;
       }
       return states;

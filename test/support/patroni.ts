@@ -3,17 +3,20 @@
  * docs/operations.md ("High availability") deploys it: etcd 3.4, two nodes
  * of PostgreSQL 15 under Patroni 3.0 (Debian's packages) in synchronous
  * mode, and HAProxy routing to the leader by Patroni's `GET /primary`.
- * Every file is the documented one (test/fixtures/patroni.yml.template,
- * haproxy-ha.cfg.template) with its addresses, paths and timings replaced
- * and trust instead of passwords. Everything runs in a temporary folder on
- * free loopback ports, as the postgres user (PostgreSQL refuses root).
+ * Every file is the documented one, followed as printed (test/fixtures/:
+ * etcd.env.template, patroni.yml.template with its pg_hba and SCRAM
+ * passwords, ha-database.sh for the service's role and database,
+ * haproxy-ha.cfg.template) with only its addresses, ports and paths
+ * replaced. Everything runs in a temporary folder on free loopback ports, as
+ * the postgres user (PostgreSQL refuses root).
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findProgram, freePort, until, untilListening } from './tools.ts';
+import { environmentOf, findProgram, freePort, programOutputs, until, untilListening } from './tools.ts';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url);
 const PATRONI = findProgram(['patroni', '/usr/bin/patroni'], ['--version']);
@@ -36,16 +39,21 @@ export interface HaNode {
 }
 
 export interface HaCluster {
-  /** `postgres://postgres@127.0.0.1:<HAProxy's primary port>/orders`: the service's `DATABASE_URL`. */
+  /**
+   * `postgres://orders:<password, percent-encoded>@127.0.0.1:<HAProxy's primary port>/orders`: the service's
+   * `DATABASE_URL`, as ha-database.sh printed it.
+   */
   readonly url: string;
+  /** The password of the service's role (it holds characters a URL must encode). */
+  readonly password: string;
   /** The same database on node `name`, straight. */
   urlOf(name: string): string;
   readonly nodes: readonly HaNode[];
   /** The node Patroni's `GET /primary` answers 200 on now, if one. */
   primary(): Promise<string | undefined>;
   /**
-   * Crashes node `name` as a machine dies: PostgreSQL and Patroni killed (SIGKILL), and the leader key it held
-   * deleted from etcd, as its expiry would after `ttl`, so the other node takes over at its next loop.
+   * Crashes node `name` as a machine dies: PostgreSQL and Patroni killed (SIGKILL). Its leader key expires after
+   * Patroni's `ttl`, and the other node takes over at its next loop.
    */
   crash(name: string): Promise<void>;
   /** Whether HAProxy routes to node `name` now (its server in the primary listener is UP). */
@@ -63,31 +71,33 @@ export async function startHaCluster(): Promise<HaCluster> {
   assert.ok(!HA_MISSING, String(HA_MISSING));
   const dir = mkdtempSync(join(tmpdir(), 'orders-ha-'));
   chmodSync(dir, 0o755);
-  const children: ChildProcess[] = [];
-  const logs = new Map<string, string>();
-  const run = (name: string, command: string, args: readonly string[]) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
-    logs.set(name, '');
-    const keep = (chunk: Buffer) => logs.set(name, ((logs.get(name) ?? '') + chunk.toString()).slice(-20_000));
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    children.push(child);
-    return child;
-  };
-  const why = () => [...logs].map(([name, text]) => `--- ${name}\n${text.slice(-3_000)}`).join('\n');
+  const { children, keep, why } = programOutputs(3_000);
+  const run = (name: string, command: string, args: readonly string[], env: Record<string, string> = {}) =>
+    keep(name, spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir, env: { ...process.env, ...env } }));
   const scope = `orders-test-${process.pid}`;
 
+  // etcd with the variables of the documented /etc/default/etcd, as Debian's unit starts it.
   const [etcdPort, etcdPeer] = [await freePort(), await freePort()];
-  const etcd = run('etcd', ETCD as string, [
-    '--name=ha',
-    `--data-dir=${join(dir, 'etcd')}`,
-    `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-    `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-    `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
-    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
-    `--initial-cluster=ha=http://127.0.0.1:${etcdPeer}`,
-  ]);
+  const etcdEnv = environmentOf(
+    readFileSync(new URL('etcd.env.template', FIXTURES), 'utf8')
+      .replaceAll('10.0.0.31:2379', `127.0.0.1:${etcdPort}`)
+      .replaceAll('10.0.0.31:2380', `127.0.0.1:${etcdPeer}`)
+      .replace('/var/lib/etcd/orders', join(dir, 'etcd')),
+  );
+  const etcd = run('etcd', ETCD as string, [], etcdEnv);
   await untilListening(etcdPort, () => etcd.exitCode !== null, why);
+  // The guide's check, on etcd's HTTP API (Debian ships no etcdctl).
+  await until(
+    async () =>
+      (
+        await fetch(`http://127.0.0.1:${etcdPort}/health`).then(
+          (r) => r.json(),
+          () => ({}),
+        )
+      ).health === 'true',
+    () => `etcd never said it was healthy:\n${why()}`,
+    10_000,
+  );
 
   const nodes: HaNode[] = [];
   for (const name of ['node1', 'node2']) nodes.push({ name, pgPort: await freePort(), restPort: await freePort() });
@@ -102,7 +112,7 @@ export async function startHaCluster(): Promise<HaCluster> {
       .replaceAll('10.0.0.21:8008', `127.0.0.1:${node.restPort}`)
       .replace('hosts: 10.0.0.31:2379', `hosts: 127.0.0.1:${etcdPort}`)
       .replaceAll('10.0.0.21:5432', `127.0.0.1:${node.pgPort}`)
-      .replaceAll('10.0.0.0/24 scram-sha-256', '127.0.0.1/32 trust')
+      .replaceAll('10.0.0.0/24 scram-sha-256', '127.0.0.1/32 scram-sha-256')
       .replace('/var/lib/postgresql/15/orders.pgpass', join(home, 'pgpass'))
       .replace('/var/lib/postgresql/15/orders', join(home, 'data'))
       .replace('/usr/lib/postgresql/15/bin', PG_BIN)
@@ -139,8 +149,7 @@ export async function startHaCluster(): Promise<HaCluster> {
   let cfg = readFileSync(new URL('haproxy-ha.cfg.template', FIXTURES), 'utf8')
     .replace('    log stdout format raw local0\n', '')
     .replace('bind :5000', `bind 127.0.0.1:${proxyPort}`)
-    .replace('bind :5001', `bind 127.0.0.1:${await freePort()}`)
-    .replaceAll('inter 1s', 'inter 200ms');
+    .replace('bind :5001', `bind 127.0.0.1:${await freePort()}`);
   for (const node of nodes) {
     const server = node.name === 'node1' ? '10.0.0.21' : '10.0.0.22';
     cfg = cfg.replaceAll(
@@ -153,22 +162,18 @@ export async function startHaCluster(): Promise<HaCluster> {
   const haproxy = run('haproxy', HAPROXY as string, ['-db', '-f', join(dir, 'haproxy.cfg')]);
   await untilListening(proxyPort, () => haproxy.exitCode !== null, why);
 
-  const direct = (node: HaNode) => `postgres://postgres@127.0.0.1:${node.pgPort}/orders`;
-  const psql = (node: HaNode, sql: string) =>
-    spawnSync(join(PG_BIN, 'psql'), [
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(node.pgPort),
-      '-U',
-      'postgres',
-      '-d',
-      'postgres',
-      '-qc',
-      sql,
-    ]);
-  const created = psql(node1, 'CREATE DATABASE orders');
+  // The service's role and database, by the guide's script on the leader's socket; a password a URL must encode.
+  const password = `orders-${randomBytes(6).toString('hex')}@/#?%`;
+  const script = readFileSync(new URL('ha-database.sh', FIXTURES), 'utf8')
+    .replace('-h /var/run/postgresql -p 5432', `-h ${join(dir, node1.name)} -p ${node1.pgPort}`)
+    .replace('haproxy-host:5000', `127.0.0.1:${proxyPort}`);
+  writeFileSync(join(dir, 'ha-database.sh'), script);
+  const [command, args] = asPostgres('sh', [join(dir, 'ha-database.sh')]);
+  const created = spawnSync(command, args, { env: { ...process.env, ORDERS_DB_PASSWORD: password }, cwd: dir });
   assert.equal(created.status, 0, created.stderr.toString());
+  const url = /^DATABASE_URL=(.+)$/m.exec(created.stdout.toString())?.[1] as string;
+  assert.ok(url !== undefined, created.stdout.toString());
+  const direct = (node: HaNode) => url.replace(`127.0.0.1:${proxyPort}`, `127.0.0.1:${node.pgPort}`);
 
   const routes = async (name: string) => {
     const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`)).text();
@@ -181,7 +186,8 @@ export async function startHaCluster(): Promise<HaCluster> {
   );
 
   return {
-    url: `postgres://postgres@127.0.0.1:${proxyPort}/orders`,
+    url,
+    password,
     urlOf: (name) => direct(nodes.find((n) => n.name === name) as HaNode),
     nodes,
     async primary() {
@@ -193,9 +199,6 @@ export async function startHaCluster(): Promise<HaCluster> {
       process.kill(pid, 'SIGKILL');
       patroni.get(name)?.kill('SIGKILL');
       spawnSync('pkill', ['-KILL', '-f', join(dir, name, 'patroni.yml')]);
-      // The leader key, as its ttl would let it expire (etcd's v3 gateway: keys in base64).
-      const key = Buffer.from(`/service/${scope}/leader`).toString('base64');
-      await fetch(`http://127.0.0.1:${etcdPort}/v3/kv/deleterange`, { method: 'POST', body: JSON.stringify({ key }) });
     },
     routes,
     async rejoin(name) {

@@ -21,6 +21,15 @@ export interface TcpProxy {
    * stateful firewall that forgot them): only their client can end them.
    */
   blackhole(): void;
+  /**
+   * Holds every byte either way, on open connections and new ones (which it connects upstream), until
+   * `resume()` forwards what was held and goes on: a server whose processes were stopped, or a partition that
+   * heals, where TCP delivers late what it kept.
+   */
+  pause(): void;
+  resume(): void;
+  /** Goes on forwarding to the server, but holds its answers on open connections (an answer lost on the way). */
+  deafen(): void;
   /** Accepts and forwards connections again, on the same port. */
   up(): Promise<void>;
   /** Connections accepted so far. */
@@ -32,7 +41,9 @@ export type ProxyTarget = { readonly host: string; readonly port: number } | { r
 
 export async function startProxy(target: ProxyTarget): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let holding = false;
+  let pausing = false;
   let accepted = 0;
   const hold = (s: Socket) => {
     s.unpipe();
@@ -51,6 +62,9 @@ export async function startProxy(target: ProxyTarget): Promise<TcpProxy> {
       const upstream = 'path' in target ? createConnection(target.path) : createConnection(target.port, target.host);
       sockets.add(upstream);
       upstream.on('close', () => sockets.delete(upstream));
+      const pair = { client, upstream };
+      pairs.add(pair);
+      upstream.on('close', () => pairs.delete(pair));
       for (const s of [client, upstream]) {
         s.on('error', () => {
           client.destroy();
@@ -58,7 +72,7 @@ export async function startProxy(target: ProxyTarget): Promise<TcpProxy> {
         });
         s.on('close', () => (s === client ? upstream : client).destroy());
       }
-      client.pipe(upstream).pipe(client);
+      if (!pausing) client.pipe(upstream).pipe(client);
     });
   let server = newServer();
   const listen = (port: number) =>
@@ -86,6 +100,23 @@ export async function startProxy(target: ProxyTarget): Promise<TcpProxy> {
     blackhole() {
       holding = true;
       for (const s of sockets) hold(s);
+    },
+    pause() {
+      pausing = true;
+      for (const { client, upstream } of pairs) {
+        hold(client);
+        hold(upstream);
+      }
+    },
+    resume() {
+      pausing = false;
+      for (const { client, upstream } of pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
+      }
+    },
+    deafen() {
+      for (const { upstream } of pairs) hold(upstream);
     },
     async up() {
       if (holding) {

@@ -43,6 +43,8 @@ export interface TestServer {
 export interface TestHooks extends Tuning {
   /** Runs after the payment row is inserted, before the order moves to paid and the transaction commits. */
   afterPaymentInsert?(): Promise<void>;
+  /** A request's time for the database in all (contract §11's 5 s). */
+  databaseDeadlineMs?: number;
 }
 
 let counter = 0;
@@ -70,10 +72,11 @@ export async function startTestServer(
   const log = createLogger(config.logLevel, (line) => {
     logs.push(JSON.parse(line) as Record<string, unknown>);
   });
-  const { afterPaymentInsert, ...tuning } = hooks ?? {};
+  const { afterPaymentInsert, databaseDeadlineMs, ...tuning } = hooks ?? {};
   const server = await startServer(config, {
     log,
     tuning,
+    ...(databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs }),
     ...(afterPaymentInsert === undefined ? {} : { database: afterStatement('InsertPayment', afterPaymentInsert) }),
     ...(webhooks ? { webhooks } : {}),
   });

@@ -2,7 +2,7 @@
  * The outside programs some tests drive (PgBouncer, HAProxy, Redis), found on
  * PATH or where Debian puts them, and the small helpers every such test needs.
  */
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { slack } from './time.ts';
 
@@ -56,4 +56,34 @@ export async function until(done: () => Promise<boolean>, why: () => string, ms 
     if (Date.now() > deadline) throw new Error(why());
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** The programs a test starts, each one's last output kept under its name, told on failure by `why()`. */
+export function programOutputs(tail: number) {
+  const children: ChildProcess[] = [];
+  const logs = new Map<string, string>();
+  return {
+    children,
+    /** Keeps the last 20,000 characters `child` writes, under `name`; gives `child` back. */
+    keep(name: string, child: ChildProcess): ChildProcess {
+      logs.set(name, '');
+      const add = (chunk: Buffer) => logs.set(name, ((logs.get(name) ?? '') + chunk.toString()).slice(-20_000));
+      child.stdout?.on('data', add);
+      child.stderr?.on('data', add);
+      children.push(child);
+      return child;
+    },
+    /** The last `tail` characters of each program's output. */
+    why: () => [...logs].map(([name, text]) => `--- ${name}\n${text.slice(-tail)}`).join('\n'),
+  };
+}
+
+/** The `NAME=value` lines of an environment file (`/etc/default/etcd`), as an environment. */
+export function environmentOf(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .filter((line) => /^[A-Z_]+=/.test(line))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 }

@@ -76,7 +76,10 @@ const NOT_ABSOLUTE = refused('must be an absolute http or https URL');
 const NOT_HTTP = refused('must be an http or https URL');
 const CREDENTIALS = refused('must not carry credentials');
 const TOO_LONG = refused('must be at most 2048 characters');
-const PRIVATE = refused('must not point at a private, loopback or link-local address');
+const PRIVATE = refused(
+  'must not point at a private, loopback or link-local address (an operator may allow them with ' +
+    'WEBHOOK_ALLOW_PRIVATE=1)',
+);
 
 const LONG_PATH = `/${'a'.repeat(2048)}`;
 

@@ -4,13 +4,18 @@
  * its scope is checked, so a token without the scope cannot probe for free.
  * A public route that is rate limited counts against the client address.
  *
- * A credential that is refused (an unknown, expired or revoked token; a
- * wrong `METRICS_TOKEN`) counts as a failed authentication of the client
- * address, in a window of its own; the failure that passes the limit is
- * answered 429, and so is every credential of that address after it until
- * its window ends, before any is looked at: the refused request runs no
- * statement, and guessing gains nothing past the limit. A request with no
- * credential at all guesses nothing, and is not counted as a failure.
+ * Failed authentication costs the guesser, never the honest (contract §10).
+ * A token with a wrong tag, or no token of ours at all, is refused without a
+ * lookup and costs nothing: it is not counted. A token tagged by this
+ * service, or made before tags and validated lately, is never refused for
+ * what others did from its address. A guess the service cannot vouch for (a
+ * token made before tags, unknown lately) needs a lookup: its address's
+ * failed authentications are counted in a window of their own, and once past
+ * the limit, such guesses from that address are answered 429 before any is
+ * looked up, so a refused guess runs no statement. A wrong `METRICS_TOKEN`
+ * counts the same way, and past the limit is 429; its right value, checked
+ * first (no statement), always passes. A request with no credential guesses
+ * nothing.
  */
 import { insufficientScope, type Authenticator, type Principal } from '../../auth/authenticator.ts';
 import { HttpError } from '../../http/problem.ts';
@@ -56,12 +61,15 @@ async function admit(x: Exchange, authenticator: Authenticator, limits: Limits |
   const { credential } = route;
   const authorization = x.header('authorization');
   if (route.auth !== 'public') {
-    refuseBarred(x, limits, authorization);
+    let guessed = false;
     let principal: Principal;
     try {
-      principal = await authenticator.authenticate(authorization, x.scope);
+      principal = await authenticator.authenticate(authorization, x.scope, () => {
+        refuseBarred(x, limits, authorization);
+        guessed = true;
+      });
     } catch (error) {
-      throw await failure(x, limits, authorization, error);
+      throw guessed ? await failure(x, limits, authorization, error) : error;
     }
     x.principal = principal;
     const rate = limits === undefined ? undefined : await counted(limits, 'users', String(principal.userId), principal);
@@ -70,10 +78,11 @@ async function admit(x: Exchange, authenticator: Authenticator, limits: Limits |
     return decided;
   }
   if (credential !== undefined) {
-    refuseBarred(x, limits, authorization);
     try {
       credential(authorization, x.services);
     } catch (error) {
+      // A right value passes whatever its address did; a wrong one from a barred address is 429, unchecked.
+      refuseBarred(x, limits, authorization);
       throw await failure(x, limits, authorization, error);
     }
   }

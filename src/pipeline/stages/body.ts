@@ -14,7 +14,8 @@
  * read, and the clock stands still while it is read (408 past its own
  * time). The body's share is given back once the request is answered.
  */
-import { DeadlineExceeded, OutcomeUnknown, startDeadline } from '../../db/errors.ts';
+import type { Logger } from '../../base/logger.ts';
+import { DeadlineExceeded, OUTCOME_KNOWN, OutcomeUnknown, startDeadline } from '../../db/errors.ts';
 import type { BodyBudget } from '../../http/body-budget.ts';
 import {
   type BodyLimits as ReadLimits,
@@ -24,17 +25,28 @@ import {
   readBody,
 } from '../../http/body.ts';
 import { bodySourceOf } from '../../http/incoming-request.ts';
+import { addressGroup } from '../../http/rate-limit.ts';
 import type { Answer } from '../answer.ts';
 import type { Next, Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
-export function databaseDeadline(deadlineMs: number): Stage<Exchange, Answer> {
+export function databaseDeadline(deadlineMs: number, log: Logger): Stage<Exchange, Answer> {
+  /**
+   * contract §17: giving up (the clock ran out, the client went away) cancels what the request has under way
+   * (src/db/cancellation.ts); a write that may have been done all the same is answered as such, and what came
+   * of it is logged once known.
+   */
+  const giveUp = (x: Exchange) => {
+    const outcome = x.scope.abandon();
+    if (outcome === 'unknown' && x.scope.resolved === undefined)
+      x.scope.resolved = (resolution) => log.info(OUTCOME_KNOWN, { requestId: x.requestId, resolution });
+    return outcome;
+  };
   return async (x, next) => {
-    // contract §17: giving up cancels what the request has under way; a write that may have been done all the
-    // same (a COMMIT sent, not answered) is answered as such.
     const clock = startDeadline(deadlineMs, () =>
-      x.scope.abandon() === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs),
+      giveUp(x) === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs),
     );
+    x.client.gone?.(() => giveUp(x));
     x.deadline = clock;
     try {
       return await next(x);
@@ -61,20 +73,33 @@ export interface BodyLimits {
   readonly maxBodyBytes: number;
   /** Time a client gets to send its whole body. */
   readonly bodyTimeoutMs: number;
-  /** contract §11: what every body being read or handled at once may hold (`BODY_BUDGET_BYTES`). */
+  /** contract §11: what every body being read or handled at once may hold (`BODY_BUDGET_BYTES`), and one client. */
   readonly budget: BodyBudget;
+  /** The body's pace (`FIRST_BYTE_MS`…, src/http/body.ts); tests shorten it. */
+  readonly pace?: ReadLimits['pace'];
 }
 
-export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget }: BodyLimits): Stage<Exchange> {
-  const limits = { maxBytes: maxBodyBytes, timeoutMs: bodyTimeoutMs, budget };
+export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget, pace }: BodyLimits): Stage<Exchange> {
+  const base = { maxBytes: maxBodyBytes, timeoutMs: bodyTimeoutMs, budget, ...(pace === undefined ? {} : { pace }) };
   // Not an async function: a request without a body (every GET) passes through without a promise of its own.
   return (x, next) => {
     const source = bodySourceOf(x.request);
-    return source === null ? next(x) : withBody(x, next, source, limits);
+    return source === null ? next(x) : withBody(x, next, source, base);
   };
 }
 
-async function withBody(x: Exchange, next: Next<Exchange>, source: BodySource, limits: ReadLimits): Promise<Response> {
+/** contract §11: whose share of the budget a body takes: its principal's, or (none) its address group's. */
+function ownerOf(x: Exchange): string {
+  return x.principal === undefined ? `address ${addressGroup(x.address)}` : `user ${x.principal.userId}`;
+}
+
+async function withBody(
+  x: Exchange,
+  next: Next<Exchange>,
+  source: BodySource,
+  base: Omit<ReadLimits, 'owner'>,
+): Promise<Response> {
+  const limits: ReadLimits = { ...base, owner: ownerOf(x) };
   const declared = declaredLength(x.header('content-length'), limits);
   x.deadline?.pause();
   let body: ReadBody;

@@ -1,10 +1,12 @@
 /**
  * The fields every answer of a route carries, errors included (contract §8):
  * `Vary` by what the route's answers depend on (`Accept` where it
- * negotiates, `Authorization` where it authenticates), and version 1's
+ * negotiates, `Authorization` where it authenticates; added to what the
+ * answer varies by already), and version 1's
  * deprecation fields on any answer in version 1: the negotiated one, else
  * (a request refused before negotiation) the path's prefix.
  */
+import { varyWith } from '../../http/cors.ts';
 import { fieldsOf } from '../../http/response.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
 import type { Answer } from '../answer.ts';
@@ -21,7 +23,8 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange, A
         ...(route.versioned === false ? [] : ['Accept']),
         ...(route.auth === 'public' ? [] : ['Authorization']),
       ];
-      if (vary.length > 0) headers.set('vary', vary.join(', '));
+      // Added to what the handler's answer varies by already, never in its place.
+      if (vary.length > 0) headers.set('vary', varyWith(headers.get('vary'), vary));
     }
     if ((answer.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
     return answer;

@@ -7,7 +7,7 @@
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import { ClientAbortError } from '../../http/body.ts';
-import { isDatabaseUnavailable, OutcomeUnknown, poolerHint } from '../../db/errors.ts';
+import { isDatabaseUnavailable, OUTCOME_KNOWN, OutcomeUnknown, poolerHint } from '../../db/errors.ts';
 import {
   HttpError,
   internalError,
@@ -46,6 +46,7 @@ function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
       requestId: x.requestId,
       ...errorFields(error.cause ?? error),
     });
+    void error.later?.then((resolution) => log.info(OUTCOME_KNOWN, { requestId: x.requestId, resolution }));
     return outcomeUnknownError();
   }
   if (isDatabaseUnavailable(error)) {

@@ -5,7 +5,9 @@
  * `Allow` for another method, 204 with `Allow` (and `Accept-Patch` where
  * PATCH is allowed, RFC 5789 §3.1) for OPTIONS. The negotiate stage
  * settles the version and media type of the answer from `Accept` and the
- * path's prefix, and refuses version 1 past its sunset (410).
+ * path's prefix, and refuses version 1 past its sunset (410). A connection
+ * taken into the health reserve past the process's cap is served health
+ * checks only: anything else is 503 (contract §11).
  */
 import { ACCEPT_PATCH } from '../../http/json-body.ts';
 import { negotiate, type Version } from '../../http/negotiation.ts';
@@ -16,9 +18,18 @@ import { unwinding, type Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
+/** contract §11: what a connection of the health reserve (past the process's cap) is served. */
+const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
 export function route(): Stage<Exchange, Answer> {
   return async (x, next) => {
     const { match } = x;
+    if (x.client.healthOnly === true && !HEALTH_PATHS.has(x.path)) {
+      throw new HttpError(503, 'unavailable', {
+        detail: 'The service holds as many connections as it takes; try again shortly.',
+        headers: { 'retry-after': '1', connection: 'close' },
+      });
+    }
     switch (match.kind) {
       case 'not-found':
         throw new HttpError(404, 'not-found', { detail: `No resource at ${x.path}.` });

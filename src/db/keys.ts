@@ -1,0 +1,87 @@
+/**
+ * The keys the service signs with (contract §4: cursors; §10: tokens), kept
+ * in the database so that every process that names it shares them: the first
+ * process to start writes each, from node's random source; every process
+ * reads what was kept (sql/queries/keys.sql). The cursor key can be rotated
+ * (`orders keys rotate`): the new one seals, the one it replaced still opens,
+ * and every process reads them again at least once a minute, and at once when
+ * a cursor comes that neither of its keys opens.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Database } from './database.ts';
+
+export type KeyName = 'cursor' | 'token';
+
+/** The key named `name`, written now if this is the first start. */
+export async function serviceKey(db: Database, name: KeyName): Promise<Uint8Array> {
+  await db.exec('KeepServiceKey', [name, randomBytes(32)]);
+  const row = await db.one<{ key: Uint8Array }>('ServiceKey', [name]);
+  if (row === undefined) throw new Error(`the service key ${name} was not kept`);
+  return new Uint8Array(row.key);
+}
+
+/** The cursor keys a process holds (contract §4), and how it reads them again. */
+export interface CursorKeys {
+  /** The current key, which seals, then the previous one when a rotation kept one. */
+  readonly keys: readonly Uint8Array[];
+  /** Reads them again from the database, at most once a second (callers meanwhile share the next read). */
+  reload(): Promise<void>;
+  /** Stops reading them every `KEYS_RELOAD_MS`. */
+  stop(): void;
+}
+
+/** How often a process reads the cursor keys again: two rotations at least this far apart fail no cursor. */
+export const KEYS_RELOAD_MS = 60_000;
+
+/** How often a process reads the cursor keys again at most, when a cursor none of its keys opens comes. */
+export const RELOAD_AT_MOST_EVERY_MS = 1_000;
+
+/**
+ * The cursor keys of `db` (the current one written now if this is the first start), read again every
+ * `KEYS_RELOAD_MS` (`failed` is told when that read fails) until `stop()`.
+ */
+export async function cursorKeys(db: Database, failed: (error: unknown) => void = () => {}): Promise<CursorKeys> {
+  await serviceKey(db, 'cursor');
+  const read = async () => (await db.many<{ key: Uint8Array }>('CursorKeys')).map((row) => new Uint8Array(row.key));
+  let keys = await read();
+  let last = performance.now();
+  let reading: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const held: CursorKeys = {
+    get keys() {
+      return keys;
+    },
+    stop() {
+      clearInterval(timer);
+    },
+    reload() {
+      if (reading !== undefined) return reading;
+      // At most once a second: a caller within that second waits for the next read (a flood of cursors none of
+      // the keys opens costs one read a second, and a rotation's first cursor is still taken).
+      const wait = Math.max(0, last + RELOAD_AT_MOST_EVERY_MS - performance.now());
+      reading = new Promise((resolve) => setTimeout(resolve, wait))
+        .then(() => {
+          last = performance.now();
+          return read();
+        })
+        .then((found) => {
+          if (found.length > 0) keys = found;
+        })
+        .finally(() => {
+          reading = undefined;
+        });
+      return reading;
+    },
+  };
+  timer = setInterval(() => held.reload().catch(failed), KEYS_RELOAD_MS);
+  timer.unref();
+  return held;
+}
+
+/**
+ * Rotates the cursor key: a new one seals from now on, the replaced one still opens. False: nothing rotated (no
+ * key yet, or another rotation at the same time).
+ */
+export async function rotateCursorKey(db: Database): Promise<boolean> {
+  return (await db.one('RotateCursorKey', [randomBytes(32)])) !== undefined;
+}
