@@ -30,6 +30,8 @@ import { spawnService } from '../support/process.ts';
 import { slack } from '../support/time.ts';
 import { startTestServer, type Account, type TestServer } from '../support/server.ts';
 import { postThenGet } from '../support/write-load.ts';
+import { startProxy } from '../support/proxy.ts';
+import { until } from '../support/tools.ts';
 
 const REFUSED =
   'orders: unsupported startup parameter: statement_timeout\n' +
@@ -217,5 +219,56 @@ describe('through PgBouncer in transaction mode', { skip: SKIP }, () => {
     assert.equal(statuses[201], keys.length);
     assert.ok((statuses[503] ?? 0) > 0, `the restart cost no request: ${JSON.stringify(statuses)}`);
     assert.equal(await ordersOf(customer), keys.length);
+  });
+});
+
+describe('a cancel PgBouncer forwards late (driver fix 13)', { skip: SKIP }, () => {
+  // PgBouncer 1.18 frees a cancel's client when the client closes it, and again when the server it forwarded the
+  // CancelRequest to closes (pgbouncer#801, fixed in 1.20.1): "FATAL … disconnect_client(): bad client state: 0",
+  // and every client of the pooler is cut. Seen in CI, where the driver closed a cancel that a busy PgBouncer had
+  // not forwarded within connect_timeout. The driver leaves the cancel's socket for the server to close, as libpq.
+  it('gives up after connect_timeout, leaves its socket for the pooler to close, and the pooler lives', async () => {
+    const database = await createTestDatabase();
+    const link = await startProxy(database.target as { host: string; port: number });
+    const pooler = await startPgBouncer({ host: '127.0.0.1', port: link.port }, { poolSize: 2 });
+    const client = postgres(pooler.url(database.url), { max: 1, connect_timeout: 1, prepare: false });
+    try {
+      const sleeping = client`SELECT pg_sleep(30)`.execute();
+      const settled = sleeping.then(
+        () => 'ran',
+        () => 'failed',
+      );
+      const direct = postgres(database.url, { max: 1, onnotice: () => {}, prepare: TEST_PREPARE });
+      await until(
+        async () =>
+          (await direct`SELECT 1 FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(30)' AND state = 'active'`)
+            .length === 1,
+        () => 'the statement never ran',
+      );
+      await direct.end();
+      // The pooler's way to the server stops answering: the CancelRequest it forwards is held on the way.
+      link.pause();
+      await assert.rejects(sleeping.cancel(), (error: { code?: string }) => {
+        assert.equal(error.code, 'CANCEL_TIMEOUT');
+        return true;
+      });
+      assert.equal(await settled, 'failed');
+      // The server has the request now, cancels (its backend is gone with the statement's connection), and closes.
+      link.resume();
+      await until(
+        async () => /closing because: successfully sent cancel request/.test(pooler.log()),
+        () => `the pooler never sent the cancel:\n${pooler.log()}`,
+      );
+      const rows = await client`SELECT 1 AS one`.catch((error: Error) =>
+        assert.fail(`the pooler is gone (${error.message}):\n${pooler.log().slice(-2_000)}`),
+      );
+      assert.deepEqual([...rows], [{ one: 1 }]);
+      assert.doesNotMatch(pooler.log(), /FATAL/);
+    } finally {
+      await client.end({ timeout: 0 });
+      await pooler.stop();
+      await link.close();
+      await database.drop();
+    }
   });
 });
