@@ -9,7 +9,7 @@ import type { RouteSpec, Services } from '../../src/pipeline/context.ts';
 import type { Authenticator, Principal } from '../../src/auth/authenticator.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import type { Database } from '../../src/db/database.ts';
-import { OutcomeUnknown } from '../../src/db/errors.ts';
+import { DatabaseUnreachable, OutcomeUnknown } from '../../src/db/errors.ts';
 import { HttpError } from '../../src/http/problem.ts';
 import { createLogger } from '../../src/base/logger.ts';
 
@@ -38,6 +38,15 @@ const routes: RouteSpec[] = [
     doc,
     handler: async () => {
       throw new Error('secret SQL: SELECT * FROM users');
+    },
+  },
+  {
+    method: 'GET',
+    pattern: '/circuit-open',
+    auth: 'public',
+    doc,
+    handler: async () => {
+      throw new DatabaseUnreachable('the database cannot be reached (the last statements failed to reach it)');
     },
   },
   {
@@ -140,6 +149,17 @@ describe('createApp()', () => {
       );
     });
   }
+
+  it('answers a refusal of the open circuit with 503 and Retry-After, logging nothing but its request', async () => {
+    const response = await call('/circuit-open', { headers: { 'x-request-id': 'circuit-open-1' } });
+    assert.equal(response.status, 503);
+    assert.equal(response.headers.get('retry-after'), '5');
+    assert.equal((await response.json()).type, '/problems/unavailable');
+    assert.deepEqual(
+      lines.filter((l) => l.requestId === 'circuit-open-1').map((l) => [l.level, l.message]),
+      [['info', 'request']],
+    );
+  });
 
   it('answers a write whose outcome is unknown with 503 outcome-unknown, Retry-After: 1, logged at warn', async () => {
     const response = await call('/commit-lost', { method: 'POST', headers: { 'x-request-id': 'lost-1' } });

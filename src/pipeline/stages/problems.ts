@@ -7,7 +7,13 @@
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import { ClientAbortError } from '../../http/body.ts';
-import { isDatabaseUnavailable, OUTCOME_KNOWN, OutcomeUnknown, poolerHint } from '../../db/errors.ts';
+import {
+  DatabaseUnreachable,
+  isDatabaseUnavailable,
+  OUTCOME_KNOWN,
+  OutcomeUnknown,
+  poolerHint,
+} from '../../db/errors.ts';
 import {
   HttpError,
   internalError,
@@ -50,7 +56,9 @@ function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
     return outcomeUnknownError();
   }
   if (isDatabaseUnavailable(error)) {
-    log.warn('database unavailable', { requestId: x.requestId, ...errorFields(error) });
+    // A refusal of the open circuit sent nothing: the outage is logged once, where it opens and where it closes.
+    if (!(error instanceof DatabaseUnreachable))
+      log.warn('database unavailable', { requestId: x.requestId, ...errorFields(error) });
     return unavailableError();
   }
   // contract §17: a pooler's refusal is a configuration mistake the log names.
