@@ -16,51 +16,24 @@ WHERE o.id = $1
 
 -- name: GetOrderJson :one reads
 -- The order as API version 1 represents it (contract §2), as JSON text ready
--- to send, with the revision for its entity tag: a GET sends the database's
--- bytes as they are, with no JSON parsing of the items, no Date objects and
--- no serializing in the service. The bytes are exactly those of
--- src/orders/representation.ts followed by JSON.stringify (test/api/order-json.test.ts
--- compares them on both databases): the same keys in the same order, no
--- whitespace (row_to_json, items joined with ","; json_agg adds spaces);
--- money as a JSON number in the decimal's shortest form (trim_scale: 59.90 →
--- 59.9, 10.00 → 10, exact for numeric(12,2) whatever extra_float_digits
--- says); times as Date.prototype.toISOString() writes them (UTC, milliseconds
--- truncated as a Date truncates). Written out here rather than as an SQL
--- function: a function's body would be planned again on every call. One
--- statement per version (GetOrderJsonV2 below), not a CASE on the version:
--- the executor sets up every branch of a CASE's subqueries on each run, and
--- the unused version 2 branch cost a fifth of the statement's CPU (issue 26).
+-- to send (order_json_v1, migration 0017: the bytes of
+-- src/orders/representation.ts), with the revision for its entity tag: a GET
+-- sends the database's bytes as they are, with no JSON parsing of the items, no
+-- Date objects and no serializing in the service. One statement per version
+-- (GetOrderJsonV2 below), not a CASE on the version: the executor sets up
+-- every branch of a CASE's subqueries on each run (issue 26).
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
-SELECT o.revision,
-       (SELECT row_to_json(r)::text
-        FROM (SELECT o.id, o.customer_id AS "customerId", o.status, o.currency, trim_scale(o.total) AS total,
-                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                   trim_scale(it.unit_price) AS "unitPrice"
-                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
-       ) AS body
-FROM orders o
+SELECT o.revision, j.body
+FROM orders o, order_json_v1(o, o.id) j(body)
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: GetOrderJsonV2 :one reads
--- GetOrderJson for API version 2: money as {"amount":"59.90","currency":"EUR"},
--- the rest as there. $1: order id; $2: the owning customer, or NULL (an admin).
-SELECT o.revision,
-       (SELECT row_to_json(r)::text
-        FROM (SELECT o.id, o.customer_id AS "customerId", o.status,
-                     (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
-                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                   (SELECT row_to_json(m)
-                                    FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
-                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
-       ) AS body
-FROM orders o
+-- GetOrderJson for API version 2 (order_json_v2: money as
+-- {"amount":"59.90","currency":"EUR"}). $1: order id; $2: the owning customer,
+-- or NULL (an admin).
+SELECT o.revision, j.body
+FROM orders o, order_json_v2(o, o.id, o.currency) j(body)
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
@@ -88,38 +61,19 @@ WHERE o.id = $1
 -- name: GetOrderJsonBatch :many reads
 -- GetOrderJson for the requests of one turn at once (src/db/batch.ts): $1 the
 -- order ids, $2 for each the owning customer it is limited to, or NULL (an
--- admin); one row per order found, n the place of its request in $1, the
--- body built by the very expressions of GetOrderJson (test/api/order-json.test.ts
--- compares the two). A nested loop of primary-key lookups.
-SELECT k.n::int AS n, o.revision,
-       (SELECT row_to_json(r)::text
-        FROM (SELECT o.id, o.customer_id AS "customerId", o.status, o.currency, trim_scale(o.total) AS total,
-                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                   trim_scale(it.unit_price) AS "unitPrice"
-                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
-       ) AS body
+-- admin); one row per order found, n the place of its request in $1. A nested
+-- loop of primary-key lookups.
+SELECT k.n::int AS n, o.revision, j.body
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
-JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
+JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)
+CROSS JOIN order_json_v1(o, o.id) j(body);
 
 -- name: GetOrderJsonV2Batch :many reads
 -- GetOrderJsonV2 for the requests of one turn at once, as GetOrderJsonBatch.
-SELECT k.n::int AS n, o.revision,
-       (SELECT row_to_json(r)::text
-        FROM (SELECT o.id, o.customer_id AS "customerId", o.status,
-                     (SELECT row_to_json(m) FROM (SELECT o.total::text AS amount, o.currency) m) AS total,
-                     (SELECT ('[' || coalesce(string_agg(row_to_json(i)::text, ',' ORDER BY i.id), '') || ']')::json
-                      FROM (SELECT it.id, it.order_id AS "orderId", it.product_id AS "productId", it.qty,
-                                   (SELECT row_to_json(m)
-                                    FROM (SELECT it.unit_price::text AS amount, o.currency) m) AS "unitPrice"
-                            FROM order_items it WHERE it.order_id = o.id) i) AS items,
-                     to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
-                     to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt") r
-       ) AS body
+SELECT k.n::int AS n, o.revision, j.body
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
-JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
+JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)
+CROSS JOIN order_json_v2(o, o.id, o.currency) j(body);
 
 -- name: GetOrderRevisionBatch :many reads
 -- GetOrderRevision for the requests of one turn at once, as GetOrderJsonBatch.
@@ -263,9 +217,7 @@ FROM idempotent_create_order($1::bigint, $2::text, $3::text, $4::bigint, $5::boo
 -- event (contract §15) written from that same row in the same statement, with a
 -- pending delivery to every endpoint subscribed to the type, as InsertEvent
 -- (events.sql) writes them. The event's data is the order's v2
--- representation (src/orders/representation.ts): money as a decimal string
--- with its currency, times in UTC with milliseconds, as JSON.stringify
--- writes a Date. $1: order id.
+-- representation (order_json_v2, migration 0017). $1: order id.
 WITH o AS (
   SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
          coalesce((SELECT json_agg(json_build_object(
@@ -277,17 +229,9 @@ WITH o AS (
 ),
 event AS (
   INSERT INTO events (type, customer_id, data)
-  SELECT 'order.created', o.customer_id, jsonb_build_object(
-           'id', o.id, 'customerId', o.customer_id, 'status', o.status,
-           'total', jsonb_build_object('amount', o.total, 'currency', o.currency),
-           'items', coalesce((SELECT jsonb_agg(jsonb_build_object(
-                                'id', i.id, 'orderId', i.order_id, 'productId', i.product_id, 'qty', i.qty,
-                                'unitPrice', jsonb_build_object('amount', i.unit_price::text, 'currency', o.currency))
-                              ORDER BY i.id)
-                              FROM order_items i WHERE i.order_id = o.id), '[]'::jsonb),
-           'createdAt', to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'updatedAt', to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-  FROM o
+  SELECT 'order.created', o.customer_id, j.body::jsonb
+  FROM orders o, order_json_v2(o, o.id, o.currency) j(body)
+  WHERE o.id = $1
   RETURNING id, type
 ),
 deliveries AS (

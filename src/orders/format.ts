@@ -3,22 +3,23 @@
  * hand (contract §9). An order's tag stands for bytes derived from its
  * revision, not hashed from them: when the representation of an unchanged
  * order changes, its tag must change too, so that no cache revalidates the
- * old bytes. The representation is defined twice, by the statements that
- * build it as JSON text in the database (`GetOrderJson`, `GetOrderJsonV2`,
- * sql/queries/orders.sql) and by `orderRepresentation()`; the generation is
- * a hash of both: the statements' text, its `--` comments left out and its
- * runs of blanks made one, and what
- * the serializer makes of sample orders in each version. A change of either
- * changes it by itself. (test/api/order-json.test.ts checks, on both databases,
- * that the two give the same bytes.)
+ * old bytes. The representation is defined twice, by the SQL functions that
+ * build it as JSON text in the database (order_json_v1 and order_json_v2, made
+ * by a migration and replaced only by a later one) and by
+ * `orderRepresentation()`; the generation is a hash of both: the text of every
+ * migration that defines those functions, its `--` comments left out and its
+ * runs of blanks made one, and what the serializer makes of sample orders in
+ * each version. A change of either changes it by itself. It is found once, on
+ * first use (the server asks at start), not when this module loads.
+ * (test/api/order-json.test.ts checks, on both databases, that the two give the
+ * same bytes.)
  */
 import { createHash } from 'node:crypto';
-import { QUERIES_DIR } from '../db/database.ts';
-import { loadStatements } from '../db/statements.ts';
+import { type Migration, readMigrations } from '../db/migrate.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 
-/** The statements that build an order's JSON text. */
-const STATEMENTS = ['GetOrderJson', 'GetOrderJsonV2'];
+/** A migration that makes (or replaces) a function building an order's JSON text. */
+const DEFINES_ORDER_JSON = /\bCREATE\s+(OR\s+REPLACE\s+)?FUNCTION\s+order_json_v\d/i;
 
 /** Orders whose representations stand for the serializer's: with items and without, in two states. */
 export const SAMPLES: readonly OrderRow[] = [
@@ -64,18 +65,28 @@ export function generationOf(definition: readonly string[]): string {
   return digest.readUInt32BE(0).toString(36).padStart(7, '0').slice(0, 7);
 }
 
-/** The definition of an order's representation today: the statements' essential text, the samples' bytes. */
-export function orderDefinition(): string[] {
-  const statements = loadStatements(QUERIES_DIR);
+/** Whether `migration` makes (or replaces) a function that builds an order's JSON text. */
+export function definesOrderJson(migration: Migration): boolean {
+  return DEFINES_ORDER_JSON.test(migration.text);
+}
+
+/**
+ * The definition of an order's representation in `migrations`: the essential text of each migration that defines
+ * a function building an order's JSON, in their order, then the samples' bytes in each version.
+ */
+export function orderDefinition(migrations: readonly Migration[] = readMigrations()): string[] {
+  const defining = migrations.filter(definesOrderJson);
+  if (defining.length === 0) throw new Error('no migration defines order_json_v1 or order_json_v2');
   return [
-    ...STATEMENTS.map((name) => {
-      const statement = statements.get(name);
-      if (statement === undefined) throw new Error(`no statement ${name} in sql/queries/`);
-      return essentialSql(statement.text);
-    }),
+    ...defining.map((m) => essentialSql(m.text)),
     ...SAMPLES.flatMap((row) => [1, 2].map((version) => JSON.stringify(orderRepresentation(row, version as 1 | 2)))),
   ];
 }
 
-/** The generation of an order's representation, part of its tag (src/orders/etag.ts). */
-export const ORDER_FORMAT = generationOf(orderDefinition());
+let found: string | undefined;
+
+/** The generation of an order's representation, part of its tag (src/orders/etag.ts): found on first use. */
+export function orderFormat(): string {
+  found ??= generationOf(orderDefinition());
+  return found;
+}

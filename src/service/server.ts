@@ -13,6 +13,7 @@ import type { Config } from '../config/config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { migrate } from '../db/migrate.ts';
 import { awaitDatabase } from '../db/wait.ts';
+import { orderFormat } from '../orders/format.ts';
 import { createDemoTokens, seed, type DemoTokens } from './seed.ts';
 import type { NodeServer } from '../http/node-adapter.ts';
 import { createListener, listenError } from './listener.ts';
@@ -159,6 +160,7 @@ async function prepareDatabase(db: Database, config: Config, log: Logger): Promi
   await awaitDatabase(db, config, log);
   const applied = await migrate(db);
   if (applied.length > 0) log.info('migrations applied', { migrations: applied });
+  orderFormat(); // found now, from the migrations' text, rather than at the first order's tag
   if (!db.created) return undefined;
   await seed(db);
   return createDemoTokens(db);

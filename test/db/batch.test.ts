@@ -422,21 +422,21 @@ describe('the batch statements of sql/queries', () => {
   const selected = (sql: string) => sql.slice(sql.indexOf('SELECT ') + 7, sql.lastIndexOf(' FROM '));
 
   it('select what their single statements select, with n first, over the keys with their owners', () => {
-    for (const [single, batch] of [
-      ['GetOrderJson', 'GetOrderJsonBatch'],
-      ['GetOrderJsonV2', 'GetOrderJsonV2Batch'],
-      ['GetOrderRevision', 'GetOrderRevisionBatch'],
+    for (const [single, batch, built] of [
+      ['GetOrderJson', 'GetOrderJsonBatch', 'order_json_v1(o, o.id) j(body)'],
+      ['GetOrderJsonV2', 'GetOrderJsonV2Batch', 'order_json_v2(o, o.id, o.currency) j(body)'],
+      ['GetOrderRevision', 'GetOrderRevisionBatch', undefined],
     ] as const) {
       assert.equal(selected(text(batch)), `k.n::int AS n, ${selected(text(single))}`, batch);
       assert.equal(
         text(batch).slice(text(batch).lastIndexOf(' FROM ')),
         ' FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n) JOIN orders o ' +
-          'ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)',
+          `ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)${built ? ` CROSS JOIN ${built}` : ''}`,
         batch,
       );
       assert.equal(
         text(single).slice(text(single).lastIndexOf(' FROM ')),
-        ' FROM orders o WHERE o.id = $1 AND ($2::bigint IS NULL OR o.customer_id = $2)',
+        ` FROM orders o${built ? `, ${built}` : ''} WHERE o.id = $1 AND ($2::bigint IS NULL OR o.customer_id = $2)`,
         single,
       );
     }

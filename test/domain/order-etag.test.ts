@@ -2,7 +2,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { orderTag } from '../../src/orders/etag.ts';
-import { essentialSql, generationOf, ORDER_FORMAT, orderDefinition, SAMPLES } from '../../src/orders/format.ts';
+import {
+  definesOrderJson,
+  essentialSql,
+  generationOf,
+  orderDefinition,
+  orderFormat,
+  SAMPLES,
+} from '../../src/orders/format.ts';
+import { readMigrations } from '../../src/db/migrate.ts';
 import { orderRepresentation, type OrderRow } from '../../src/orders/representation.ts';
 
 describe('orderTag()', () => {
@@ -18,7 +26,7 @@ describe('orderTag()', () => {
     ];
     for (const [id, revision, version, type, tag] of cases)
       assert.equal(orderTag(id, revision, version, type, '1'), tag);
-    assert.equal(orderTag(42, 3, 1, 'application/json'), `"o42r3v1.json.f${ORDER_FORMAT}"`);
+    assert.equal(orderTag(42, 3, 1, 'application/json'), `"o42r3v1.json.f${orderFormat()}"`);
   });
 
   it('never gives two orders or two revisions one tag (the letters separate the numbers)', () => {
@@ -30,20 +38,37 @@ describe('orderTag()', () => {
   });
 });
 
-describe('ORDER_FORMAT', () => {
-  it('is the generation of the statements that build an order and of the serializer, as they are', () => {
-    assert.match(ORDER_FORMAT, /^[0-9a-z]{7}$/);
-    assert.equal(ORDER_FORMAT, generationOf(orderDefinition()));
+describe('orderFormat()', () => {
+  it("is the generation of the migrations that define the order's JSON functions and of the serializer", () => {
+    assert.match(orderFormat(), /^[0-9a-z]{7}$/);
+    assert.equal(orderFormat(), generationOf(orderDefinition()));
+    const defining = readMigrations()
+      .filter(definesOrderJson)
+      .map((m) => m.name);
+    assert.deepEqual(defining, ['0017_order_json.sql']);
   });
 
   it('changes with any part of the definition, and not with an SQL comment or its layout', () => {
     const definition = orderDefinition();
     const changed = (i: number, text: string) => generationOf(definition.map((part, j) => (j === i ? text : part)));
     for (let i = 0; i < definition.length; i += 1) {
-      assert.notEqual(changed(i, `${definition[i]} `), ORDER_FORMAT, `part ${i}`);
+      assert.notEqual(changed(i, `${definition[i]} `), orderFormat(), `part ${i}`);
     }
-    assert.equal(definition.length, 6, 'two statements, two samples in two versions');
+    assert.equal(definition.length, 5, 'one migration, two samples in two versions');
     assert.equal(essentialSql('SELECT a,  -- the id\n       b\nFROM t;'), 'SELECT a, b FROM t;');
+  });
+
+  it('follows a later migration that replaces a function, and refuses migrations that define none', () => {
+    const migrations = readMigrations();
+    const replacing = {
+      version: '9999',
+      name: '9999_x.sql',
+      checksum: '',
+      text: 'CREATE OR REPLACE FUNCTION order_json_v2(o orders) …',
+    };
+    assert.equal(orderDefinition([...migrations, replacing]).length, 6);
+    assert.notEqual(generationOf(orderDefinition([...migrations, replacing])), orderFormat());
+    assert.throws(() => orderDefinition(migrations.slice(0, 3)), /no migration defines order_json_v1 or order_json_v2/);
   });
 
   // What the serializer gives for a sample order (its generation changes when this does).
