@@ -18,8 +18,8 @@ import { createHash } from 'node:crypto';
 import { type Migration, readMigrations } from '../db/migrate.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 
-/** A migration that makes (or replaces) a function building an order's JSON text. */
-const DEFINES_ORDER_JSON = /\bCREATE\s+(OR\s+REPLACE\s+)?FUNCTION\s+order_json_v\d/i;
+/** A migration that makes (or replaces) a function building an order's JSON text, or alters the money it writes. */
+const DEFINES_ORDER_JSON = /\bCREATE\s+(OR\s+REPLACE\s+)?FUNCTION\s+order_json_v\d|\bTYPE\s+money_v2\b/i;
 
 /** Orders whose representations stand for the serializer's: with items and without, in two states. */
 export const SAMPLES: readonly OrderRow[] = [

@@ -67,6 +67,8 @@ describe('orderFormat()', () => {
       text: 'CREATE OR REPLACE FUNCTION order_json_v2(o orders) …',
     };
     assert.equal(orderDefinition([...migrations, replacing]).length, 6);
+    const retyped = { ...replacing, text: 'ALTER TYPE money_v2 RENAME ATTRIBUTE amount TO value;' };
+    assert.equal(orderDefinition([...migrations, retyped]).length, 6);
     assert.notEqual(generationOf(orderDefinition([...migrations, replacing])), orderFormat());
     assert.throws(() => orderDefinition(migrations.slice(0, 3)), /no migration defines order_json_v1 or order_json_v2/);
   });
