@@ -7,7 +7,7 @@
  * build it as JSON text in the database (order_json_v1 and order_json_v2, made
  * by a migration and replaced only by a later one) and by
  * `orderRepresentation()`; the generation is a hash of both: the text of every
- * migration that defines those functions, its `--` comments left out and its
+ * migration that defines those functions (or alters their money_v2), its `--` comments left out and its
  * runs of blanks made one, and what the serializer makes of sample orders in
  * each version. A change of either changes it by itself. It is found once, on
  * first use (the server asks at start), not when this module loads.
