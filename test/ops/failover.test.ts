@@ -310,7 +310,7 @@ async function judge(t: TestContext, outcome: Outcome, keyed: boolean): Promise<
     counts.set(`${a.status} ${a.type ?? ''}`, (counts.get(`${a.status} ${a.type ?? ''}`) ?? 0) + 1);
   const kinds = [...counts].map(([kind, n]) => `${kind} ×${n}`);
   assert.ok(
-    // Measured 0.5-3.3 s in 10 runs, CI's among them; the contract's "within a second" is not met with this margin
+    // Measured 0.5-3.1 s in 10 runs, CI's among them; the contract's "within a second" is not met with this margin
     // (the probe's backoff alone may take 1 s): this bound catches a service that stays down, not that.
     first201 - reachableAt < 5_000,
     `the first 201 came ${Math.round(first201 - reachableAt)} ms after the new primary was routed and committing; ` +
