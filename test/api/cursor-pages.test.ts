@@ -14,8 +14,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { serviceTransaction as transaction } from '../support/database.ts';
-import { createDecipheriv, createHmac } from 'node:crypto';
 import { encodeCursor } from '../../src/http/cursor.ts';
+import { cursorPayload } from '../support/cursor.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -108,15 +108,7 @@ function cursorOf(next: string): string {
 
 /** What a cursor holds, opened under the server's key as the service opens it (src/http/cursor.ts). */
 function payloadOf(cursor: string): { k: string[]; p: number } {
-  const bytes = Buffer.from(cursor, 'base64url');
-  const decipher = createDecipheriv(
-    'aes-256-gcm',
-    createHmac('sha256', key).update('orders-cursor-seal').digest(),
-    bytes.subarray(0, 12),
-  );
-  decipher.setAAD(Buffer.from('orders-cursor.v3')).setAuthTag(bytes.subarray(bytes.length - 16));
-  const text = Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]);
-  return JSON.parse(text.toString('utf8')) as { k: string[]; p: number };
+  return cursorPayload(cursor, key) as { k: string[]; p: number };
 }
 
 /** The position and page number a cursor holds. */

@@ -6,10 +6,11 @@
  * databases, is test/api/cursor-pages.test.ts.
  */
 import assert from 'node:assert/strict';
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { maxPage, parseListQuery, type ListSpec } from '../../src/http/list-query.ts';
 import { decodeCursor, encodeCursor } from '../../src/http/cursor.ts';
+import { cursorPayload } from '../support/cursor.ts';
 import { sortOrder, type KeyType } from '../../src/http/sort-order.ts';
 import { pageStatement } from '../../src/db/page.ts';
 import { keyset, sortKey, type OrderKey } from '../../src/db/sort-sql.ts';
@@ -55,16 +56,7 @@ function seal(text: string | Buffer, key: Uint8Array = KEY): string {
 }
 /** The JSON a cursor sealed under `key` holds. */
 function payloadOf(cursor: string, key: Uint8Array = KEY) {
-  const bytes = Buffer.from(cursor, 'base64url');
-  const decipher = createDecipheriv(
-    'aes-256-gcm',
-    createHmac('sha256', key).update('orders-cursor-seal').digest(),
-    bytes.subarray(0, 12),
-  );
-  decipher.setAAD(Buffer.from('orders-cursor.v3')).setAuthTag(bytes.subarray(bytes.length - 16));
-  return JSON.parse(
-    Buffer.concat([decipher.update(bytes.subarray(12, bytes.length - 16)), decipher.final()]).toString(),
-  );
+  return cursorPayload(cursor, key);
 }
 
 describe('sortOrder()', () => {

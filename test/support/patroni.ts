@@ -66,6 +66,19 @@ export interface HaCluster {
 const asPostgres = (command: string, args: readonly string[]): [string, string[]] =>
   process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, [...args]];
 
+/**
+ * `config` (the guide's patroni.yml) with its paths under `home` (the password file, the data, the socket) and
+ * this machine's PostgreSQL binaries; a small server with fsync off, since the suite runs beside it.
+ */
+export function onDisk(config: string, home: string): string {
+  return config
+    .replace('/var/lib/postgresql/15/orders.pgpass', join(home, 'pgpass'))
+    .replace('/var/lib/postgresql/15/orders', join(home, 'data'))
+    .replace('/usr/lib/postgresql/15/bin', PG_BIN)
+    .replace('/var/run/postgresql', home)
+    .replace('max_connections: 200', "max_connections: 100\n        shared_buffers: '16MB'\n        fsync: 'off'");
+}
+
 /** Starts the cluster: etcd, node1 (the leader), node2 (its synchronous standby), HAProxy; the database `orders`. */
 export async function startHaCluster(): Promise<HaCluster> {
   assert.ok(!HA_MISSING, String(HA_MISSING));
@@ -106,19 +119,16 @@ export async function startHaCluster(): Promise<HaCluster> {
   const startNode = (node: HaNode) => {
     const home = join(dir, node.name);
     mkdirSync(home, { recursive: true });
-    const config = template
-      .replace('scope: orders', `scope: ${scope}`)
-      .replace('name: node1', `name: ${node.name}`)
-      .replaceAll('10.0.0.21:8008', `127.0.0.1:${node.restPort}`)
-      .replace('hosts: 10.0.0.31:2379', `hosts: 127.0.0.1:${etcdPort}`)
-      .replaceAll('10.0.0.21:5432', `127.0.0.1:${node.pgPort}`)
-      .replaceAll('10.0.0.0/24 scram-sha-256', '127.0.0.1/32 scram-sha-256')
-      .replace('/var/lib/postgresql/15/orders.pgpass', join(home, 'pgpass'))
-      .replace('/var/lib/postgresql/15/orders', join(home, 'data'))
-      .replace('/usr/lib/postgresql/15/bin', PG_BIN)
-      .replace('/var/run/postgresql', home)
-      // A small server: the suite runs beside it.
-      .replace('max_connections: 200', "max_connections: 100\n        shared_buffers: '16MB'\n        fsync: 'off'");
+    const config = onDisk(
+      template
+        .replace('scope: orders', `scope: ${scope}`)
+        .replace('name: node1', `name: ${node.name}`)
+        .replaceAll('10.0.0.21:8008', `127.0.0.1:${node.restPort}`)
+        .replace('hosts: 10.0.0.31:2379', `hosts: 127.0.0.1:${etcdPort}`)
+        .replaceAll('10.0.0.21:5432', `127.0.0.1:${node.pgPort}`)
+        .replaceAll('10.0.0.0/24 scram-sha-256', '127.0.0.1/32 scram-sha-256'),
+      home,
+    );
     writeFileSync(join(home, 'patroni.yml'), config);
     if (process.getuid?.() === 0) spawnSync('chown', ['-R', 'postgres:', home]);
     const [command, args] = asPostgres(PATRONI as string, [join(home, 'patroni.yml')]);

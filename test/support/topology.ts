@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, type Database } from '../../src/db/database.ts';
 import { type Host, type Network, startLab } from './netns.ts';
+import { onDisk } from './patroni.ts';
 import { environmentOf, findProgram, programOutputs, until } from './tools.ts';
 
 const FIXTURES = new URL('../fixtures/', import.meta.url);
@@ -30,9 +31,6 @@ const PROGRAMS = {
   haproxy: findProgram(['haproxy', '/usr/sbin/haproxy'], ['-v']),
   pgbouncer: findProgram(['pgbouncer', '/usr/sbin/pgbouncer'], ['--version']),
 };
-const PG_BIN = spawnSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1'])
-  .stdout.toString()
-  .trim();
 
 /** Why the topology cannot be built here, or `false`. */
 export const TOPOLOGY_MISSING: string | false = (() => {
@@ -113,14 +111,12 @@ export async function startTopology(): Promise<Topology> {
     const startPatroni = (host: DbHost) => {
       const home = join(dir, host);
       mkdirSync(home, { recursive: true });
-      const config = net(fixture('patroni.yml.template'))
-        .replace('name: node1', `name: ${node(host)}`)
-        .replaceAll(`${back.prefix}21:`, `${address(host)}:`)
-        .replace('/var/lib/postgresql/15/orders.pgpass', join(home, 'pgpass'))
-        .replace('/var/lib/postgresql/15/orders', join(home, 'data'))
-        .replace('/usr/lib/postgresql/15/bin', PG_BIN)
-        .replace('/var/run/postgresql', home)
-        .replace('max_connections: 200', "max_connections: 100\n        shared_buffers: '16MB'\n        fsync: 'off'");
+      const config = onDisk(
+        net(fixture('patroni.yml.template'))
+          .replace('name: node1', `name: ${node(host)}`)
+          .replaceAll(`${back.prefix}21:`, `${address(host)}:`),
+        home,
+      );
       writeFileSync(join(home, 'patroni.yml'), config);
       spawnSync('chown', ['-R', 'postgres:', home]);
       keep(host, hosts[host].spawn(PROGRAMS.patroni as string, [join(home, 'patroni.yml')], { user: 'postgres' }));
