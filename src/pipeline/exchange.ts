@@ -5,7 +5,7 @@
  * and hands inward (the version, the principal, where the statements go…).
  * Each writable field is written by exactly one stage, named in its comment
  * (test/api/pipeline-fields.test.ts checks the sources). A stage never calls
- * `next()` twice and no stage signals another beside the chain: what an
+ * `next()` twice (compose() refuses it) and no stage signals another beside the chain: what an
  * inner stage needs is here before it runs, and what an outer stage reports
  * of an inner one's decisions comes back with the answer
  * (src/pipeline/answer.ts), never through here.
@@ -21,9 +21,10 @@ import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import { fieldOf } from '../http/incoming-request.ts';
 import type { ClientInfo } from '../http/client-info.ts';
 import type { Params, Router, RouteMatch } from '../http/router.ts';
+import type { Passage } from './compose.ts';
 import type { Handler, HandlerServices, RequestContext, RouteSpec } from './context.ts';
 
-export interface Exchange {
+export interface Exchange extends Passage {
   readonly request: Request;
   /** Field `name` (lower case) of the request, read from the node bridge without building `Headers`. */
   readonly header: (name: string) => string | null;
@@ -70,6 +71,8 @@ export interface Exchange {
   savepoint: Db | undefined;
   /** idempotency: the answer of a keyed POST its route did in one statement, given in the handler's place. */
   respond: Handler | undefined;
+  /** compose(), not a stage: the stage the request is in, by which it refuses a stage's second `next()`. */
+  stage: number;
 }
 
 // contract §13: 1–128 visible ASCII characters.
@@ -131,6 +134,7 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
     handle: undefined,
     savepoint: undefined,
     respond: undefined,
+    stage: 0,
   };
 }
 

@@ -102,54 +102,100 @@ function asResponses(stage: Stage<Exchange, Answer>): Stage<Exchange> {
 }
 
 describe('compose()', () => {
+  /** A state compose() can run: what the stages saw, and the stage the request is in. */
+  type Seen = { seen: string[]; stage: number };
+  const fresh = (): Seen => ({ seen: [], stage: 0 });
+
   it('runs the stages in order on the way in and in reverse on the way out', async () => {
-    const seen: string[] = [];
     const stage =
-      (name: string): Stage<string[]> =>
+      (name: string): Stage<Seen> =>
       async (state, next) => {
-        state.push(`${name} in`);
+        state.seen.push(`${name} in`);
         const response = await next(state);
-        state.push(`${name} out`);
+        state.seen.push(`${name} out`);
         return response;
       };
-    const run = compose<string[]>([stage('a'), stage('b'), async () => new Response('end')]);
-    const response = await run(seen);
+    const run = compose<Seen>([stage('a'), stage('b'), async () => new Response('end')]);
+    const state = fresh();
+    const response = await run(state);
     assert.equal(await response.text(), 'end');
-    assert.deepEqual(seen, ['a in', 'b in', 'b out', 'a out']);
+    assert.deepEqual(state.seen, ['a in', 'b in', 'b out', 'a out']);
   });
 
   it('hands outward what the stages give, a Response or another value (an Answer)', async () => {
-    const run = compose<null, Answer>([
+    const run = compose<Seen, Answer>([
       async (state, next) => ({ ...(await next(state)), version: 2 }),
       async () => ({ response: new Response('end') }),
     ]);
-    const answer = await run(null);
+    const answer = await run(fresh());
     assert.deepEqual([await answer.response.text(), answer.version], ['end', 2]);
   });
 
   it('refuses a last stage that calls next(), and an empty list', async () => {
-    const run = compose<null>([async (state, next) => next(state)]);
-    await assert.rejects(run(null), /the last stage called next\(\): it must answer/);
+    const run = compose<Seen>([async (state, next) => next(state)]);
+    await assert.rejects(run(fresh()), /the last stage called next\(\): it must answer/);
     assert.throws(() => compose([]), TypeError);
   });
 
-  it('leaves out a pass() stage: the stages around it still run in order', async () => {
-    const seen: string[] = [];
-    const run = compose<string[]>([
+  it('refuses a second next() from any stage, after the stages inside have run once', async () => {
+    let ends = 0;
+    const last = async () => {
+      ends += 1;
+      return new Response('end');
+    };
+    const twice: Stage<Seen> = async (state, next) => {
+      await next(state);
+      return next(state);
+    };
+    const once: Stage<Seen> = (state, next) => next(state);
+    // The outer stage of three, the middle one, and the outer one of a chain nested in another's last stage.
+    const nested = compose<Seen>([once, async (state) => compose<Seen>([twice, last])(state)]);
+    for (const run of [compose<Seen>([twice, once, last]), compose<Seen>([once, twice, last]), nested]) {
+      ends = 0;
+      await assert.rejects(run(fresh()), { message: 'a stage called next() twice: it must call it once' });
+      assert.equal(ends, 1);
+    }
+    // The second call is refused even when the first one failed.
+    const failing = compose<Seen>([
+      async (state, next) => next(state).catch(() => next(state)),
+      async () => Promise.reject(new Error('inner')),
+    ]);
+    await assert.rejects(failing(fresh()), /called next\(\) twice/);
+  });
+
+  it('runs a chain again on a new state, and a chain inside another', async () => {
+    const inner = compose<Seen>([
       async (state, next) => {
-        state.push('a');
+        state.seen.push('inner');
+        return next(state);
+      },
+      async () => new Response('end'),
+    ]);
+    const outer = compose<Seen>([(state, next) => next(state), async (state) => inner(state)]);
+    for (let i = 0; i < 2; i += 1) {
+      const state = fresh();
+      assert.equal(await (await outer(state)).text(), 'end');
+      assert.deepEqual(state.seen, ['inner']);
+    }
+  });
+
+  it('leaves out a pass() stage: the stages around it still run in order', async () => {
+    const run = compose<Seen>([
+      async (state, next) => {
+        state.seen.push('a');
         return next(state);
       },
       pass(),
       async (state) => {
-        state.push('end');
+        state.seen.push('end');
         return new Response(null, { status: 204 });
       },
     ]);
-    assert.equal((await run(seen)).status, 204);
-    assert.deepEqual(seen, ['a', 'end']);
-    const alone = compose<string[]>([pass(), async () => new Response('only')]);
-    assert.equal(await (await alone([])).text(), 'only');
+    const state = fresh();
+    assert.equal((await run(state)).status, 204);
+    assert.deepEqual(state.seen, ['a', 'end']);
+    const alone = compose<Seen>([pass(), async () => new Response('only')]);
+    assert.equal(await (await alone(fresh())).text(), 'only');
   });
 });
 
