@@ -4,8 +4,7 @@
  * JSON Pointer per item at fault.
  */
 import type { Db } from '../db/database.ts';
-import { validationError } from '../http/json-body.ts';
-import type { ProblemError } from '../http/problem.ts';
+import { DomainError, type Misplaced } from '../base/domain-error.ts';
 import type { Item } from './rules.ts';
 
 interface ProductPrice {
@@ -20,7 +19,7 @@ interface ProductPrice {
  * every item is known and shares it; else 422 with a pointer per item at fault.
  */
 export function currencyOfItems(items: readonly Item[], currencies: readonly (string | null)[]): string {
-  const errors: ProblemError[] = [];
+  const errors: Misplaced[] = [];
   let currency: string | undefined;
   items.forEach((item, index) => {
     const found = currencies[index] ?? null;
@@ -35,7 +34,7 @@ export function currencyOfItems(items: readonly Item[], currencies: readonly (st
       });
     }
   });
-  if (errors.length > 0) throw validationError(errors);
+  if (errors.length > 0) throw new DomainError('validation', errors);
   return currency as string;
 }
 

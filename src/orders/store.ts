@@ -9,17 +9,16 @@
  */
 import type { Principal } from '../auth/authenticator.ts';
 import type { BatchedRead, Db } from '../db/database.ts';
-import { validationError } from '../http/json-body.ts';
 import { ownerLimit } from '../auth/ownership.ts';
-import { HttpError } from '../http/problem.ts';
+import { DomainError, invalidAt } from '../base/domain-error.ts';
 import type { Version } from '../http/negotiation.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 import { recordEvent } from '../outbox/outbox.ts';
 import { checkTransition, type Item, type Status } from './rules.ts';
 import { currencyOf, currencyOfItems } from './item-currency.ts';
 
-export function notFound(id: number): HttpError {
-  return new HttpError(404, 'not-found', { detail: `There is no order ${id}.` });
+export function notFound(id: number): DomainError {
+  return new DomainError('not-found', `There is no order ${id}.`);
 }
 
 /** An order as stored: the row of its representation, and its revision (contract §9). */
@@ -71,12 +70,12 @@ const ORDER_REVISION: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrd
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';
 
-function unknownUser(userId: number): HttpError {
-  return validationError([{ pointer: '/customerId', detail: `there is no user ${userId}` }]);
+function unknownUser(userId: number): DomainError {
+  return invalidAt({ pointer: '/customerId', detail: `there is no user ${userId}` });
 }
 
-const totalTooLarge = (): HttpError =>
-  validationError([{ pointer: '/items', detail: 'make the order total exceed 9999999999.99' }]);
+const totalTooLarge = (): DomainError =>
+  invalidAt({ pointer: '/items', detail: 'make the order total exceed 9999999999.99' });
 
 async function requireUser(db: Db, userId: number): Promise<void> {
   if ((await db.one('GetUser', [userId])) === undefined) throw unknownUser(userId);
@@ -184,23 +183,22 @@ export async function updateOrder(
     const customerChanged = customerId !== locked.customer_id;
     if (customerChanged) {
       if (principal.role !== 'admin')
-        throw new HttpError(403, 'forbidden', { detail: 'Only an admin may change the customer of an order.' });
+        throw new DomainError('forbidden', 'Only an admin may change the customer of an order.');
       await requireUser(db, customerId);
     }
 
     const status = changes.status ?? locked.status;
     const transition = checkTransition(locked.status, status, principal.role);
     if (!transition.ok) {
-      throw new HttpError(transition.problem === 'forbidden' ? 403 : 409, transition.problem, {
-        detail: transition.detail,
-      });
+      throw new DomainError(transition.problem, transition.detail);
     }
 
     const itemsChanged = changes.items !== undefined && !sameItems(current.items, changes.items);
     if (itemsChanged && locked.status !== 'pending') {
-      throw new HttpError(409, 'order-not-editable', {
-        detail: `The items of a ${locked.status} order cannot change; only a pending order's can.`,
-      });
+      throw new DomainError(
+        'order-not-editable',
+        `The items of a ${locked.status} order cannot change; only a pending order's can.`,
+      );
     }
 
     if (!customerChanged && status === locked.status && !itemsChanged) return current;
@@ -238,9 +236,10 @@ export async function deleteOrder(
     precondition?.(locked);
     const current = (await db.one<OrderRow>('GetOrder', [id, null])) as OrderRow;
     if ((await db.one<{ has: boolean }>('OrderHasPayments', [id]))?.has) {
-      throw new HttpError(409, 'order-has-payments', {
-        detail: `Order ${id} has a payment and cannot be deleted; cancel it instead.`,
-      });
+      throw new DomainError(
+        'order-has-payments',
+        `Order ${id} has a payment and cannot be deleted; cancel it instead.`,
+      );
     }
     await recordEvent(db, 'order.deleted', current.customer_id, orderRepresentation(current, 2));
     await db.exec('DeleteOrder', [id]);

@@ -7,8 +7,7 @@
 import type { Principal } from '../auth/authenticator.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import type { Db } from '../db/database.ts';
-import { validationError } from '../http/json-body.ts';
-import { HttpError } from '../http/problem.ts';
+import { DomainError, invalidAt } from '../base/domain-error.ts';
 import { orderRepresentation, type OrderRow } from '../orders/representation.ts';
 import { recordEvent } from '../outbox/outbox.ts';
 import { comparable, type PaymentInput } from './rules.ts';
@@ -26,12 +25,12 @@ export async function recordPayment(db: Db, principal: Principal, payment: Payme
       ownerLimit(principal),
     ]);
     // Another customer's order is as missing as an unknown one (contract §6).
-    if (order === undefined)
-      throw validationError([{ pointer: '/orderId', detail: `there is no order ${payment.orderId}` }]);
+    if (order === undefined) throw invalidAt({ pointer: '/orderId', detail: `there is no order ${payment.orderId}` });
     if (order.status !== 'pending') {
-      throw new HttpError(409, 'order-not-payable', {
-        detail: `Order ${order.id} is ${order.status}; only a pending order can be paid.`,
-      });
+      throw new DomainError(
+        'order-not-payable',
+        `Order ${order.id} is ${order.status}; only a pending order can be paid.`,
+      );
     }
     const errors = [];
     if (payment.currency !== order.currency)
@@ -40,7 +39,7 @@ export async function recordPayment(db: Db, principal: Principal, payment: Payme
       ? (await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]))?.equal
       : false;
     if (!equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
-    if (errors.length > 0) throw validationError(errors);
+    if (errors.length > 0) throw new DomainError('validation', errors);
     const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
     await db.exec('MarkOrderPaid', [order.id]);
     const paid = (await db.one<OrderRow>('GetOrder', [order.id, null])) as OrderRow;
@@ -57,6 +56,6 @@ export async function recordPayment(db: Db, principal: Principal, payment: Payme
 /** Payment `id` as `principal` may see it; 404 for another customer's, as for a missing one. */
 export async function getPayment(db: Db, id: number, principal: Principal): Promise<PaymentRow> {
   const row = await db.one<PaymentRow>('GetPayment', [id, ownerLimit(principal)]);
-  if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no payment ${id}.` });
+  if (row === undefined) throw new DomainError('not-found', `There is no payment ${id}.`);
   return row;
 }

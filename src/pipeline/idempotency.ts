@@ -15,6 +15,7 @@
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db } from '../db/database.ts';
 import { HttpError, problemResponse } from '../http/problem.ts';
+import { refusalOf } from '../http/domain-problem.ts';
 import { isStored, STORED_HEADERS } from '../http/idempotency-key.ts';
 import { bufferedResponse, contentOf, fieldsOf } from '../http/response.ts';
 
@@ -65,8 +66,9 @@ export async function runIdempotent(
       response = await (inSavepoint ? tx.savepoint(handler) : handler(tx));
     } catch (error) {
       // A business-rule refusal (409, 422) is a result too; its partial effects are rolled back with the savepoint.
-      if (!(error instanceof HttpError) || !isStored(error.status)) throw error;
-      response = problemResponse(error, request.instance, request.requestId);
+      const refusal = refusalOf(error);
+      if (refusal === undefined || !isStored(refusal.status)) throw error;
+      response = problemResponse(refusal, request.instance, request.requestId);
     }
     if (!isStored(response.status)) return response;
     // Finished and problem responses hold their bytes: stored as they are, sent as they are.

@@ -9,6 +9,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PROBLEM_TITLES, type ProblemSlug } from '../../src/http/problem.ts';
+import type { DomainRule } from '../../src/base/domain-error.ts';
+import { DOMAIN_STATUS } from '../../src/http/domain-problem.ts';
 import { PROBLEM_PAGE_CSP } from '../../src/pages/problems.ts';
 import { PROBLEM_TEXTS } from '../../src/problems/texts.ts';
 import { bearer, startTestServer, type TestServer } from '../support/server.ts';
@@ -40,8 +42,9 @@ function sources(dir: string): string[] {
 /**
  * The slugs src/ raises, with the statuses they are raised with where the
  * status is a literal: `new HttpError(404, 'not-found'` (across lines too),
- * and the `problem: 'slug'` of a check whose result is raised
- * (src/orders/rules.ts).
+ * a store's `new DomainError('not-found'` and `invalidAt(` with the status
+ * their rule is answered with, and the `problem: 'slug'` of a check whose
+ * result is raised (src/orders/rules.ts).
  */
 function raisedSlugs(): Map<string, Set<number | 'computed'>> {
   const raised = new Map<string, Set<number | 'computed'>>();
@@ -55,6 +58,10 @@ function raisedSlugs(): Map<string, Set<number | 'computed'>> {
     for (const m of text.matchAll(/new HttpError\(\s*([^,]+?)\s*,\s*'([a-z-]+)'/g))
       note(m[2] as string, /^\d{3}$/.test(m[1] as string) ? Number(m[1]) : 'computed');
     for (const m of text.matchAll(/\bproblem: '([a-z-]+)'/g)) note(m[1] as string, 'computed');
+    // A store's refusal: its rule's status is the one src/http/domain-problem.ts gives it.
+    for (const m of text.matchAll(/new DomainError\(\s*'([a-z-]+)'/g))
+      note(m[1] as string, DOMAIN_STATUS[m[1] as DomainRule] ?? 'computed');
+    if (/\binvalidAt\(/.test(text)) note('validation', DOMAIN_STATUS.validation);
   }
   return raised;
 }

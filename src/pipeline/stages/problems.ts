@@ -7,6 +7,7 @@
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import { ClientAbortError } from '../../http/body.ts';
+import { refusalOf } from '../../http/domain-problem.ts';
 import {
   DatabaseUnreachable,
   isDatabaseUnavailable,
@@ -15,7 +16,7 @@ import {
   poolerHint,
 } from '../../db/errors.ts';
 import {
-  HttpError,
+  type HttpError,
   internalError,
   outcomeUnknownError,
   problemResponse,
@@ -46,7 +47,8 @@ export function problems(log: Logger): Stage<Exchange, Answer> {
 }
 
 function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
-  if (error instanceof HttpError) return error;
+  const refusal = refusalOf(error);
+  if (refusal !== undefined) return refusal;
   if (error instanceof OutcomeUnknown) {
     log.warn('database: a write was sent and not answered; its outcome is unknown', {
       requestId: x.requestId,
