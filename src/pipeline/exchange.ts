@@ -22,7 +22,8 @@ import { fieldOf } from '../http/incoming-request.ts';
 import type { ClientInfo } from '../http/client-info.ts';
 import type { Params, Router, RouteMatch } from '../http/router.ts';
 import type { Passage } from './compose.ts';
-import type { Handler, HandlerServices, RequestContext, RouteSpec } from './context.ts';
+import type { PlannedRoute } from './plan.ts';
+import type { Handler, HandlerServices, RequestContext } from './context.ts';
 
 export interface Exchange extends Passage {
   readonly request: Request;
@@ -49,9 +50,9 @@ export interface Exchange extends Passage {
   /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
   body: Uint8Array;
   /** What the router found for the method and path, when the request arrived. */
-  readonly match: RouteMatch<RouteSpec>;
+  readonly match: RouteMatch<PlannedRoute>;
   /** The route that serves the request (`undefined`: the route stage refuses it, or answers OPTIONS). */
-  readonly route: RouteSpec | undefined;
+  readonly route: PlannedRoute | undefined;
   readonly params: Params;
   /** negotiate: the version of the answer (the path's prefix is `match.version`). */
   version: Version | undefined;
@@ -90,7 +91,7 @@ export interface ExchangeParts {
   readonly trusted: ((address: string) => boolean) | undefined;
   /** contract §16: the one field a trusted proxy writes the client's address in (`TRUST_PROXY_HEADER`). */
   readonly proxyHeader: ProxyHeader;
-  readonly router: Router<RouteSpec>;
+  readonly router: Router<PlannedRoute>;
   readonly database: Source;
   readonly services: HandlerServices;
 }
@@ -139,7 +140,7 @@ export function newExchange(request: Request, client: ClientInfo, parts: Exchang
 }
 
 /** The route of an exchange past the route stage (a stage inside it can rely on one). */
-export function routeOf(x: Exchange): RouteSpec {
+export function routeOf(x: Exchange): PlannedRoute {
   if (x.route === undefined) throw new Error('a stage inside the route stage ran without a route');
   return x.route;
 }

@@ -36,6 +36,7 @@ import { versionPolicy } from '../http/semantics.ts';
 import { createHttpMetrics } from '../metrics/http-metrics.ts';
 import { compose, type Stage } from './compose.ts';
 import type { RouteSpec, Services } from './context.ts';
+import { planned, type PlannedRoute } from './plan.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
 import { authorize } from './stages/authorize.ts';
 import { databaseDeadline, requestBody, work } from './stages/body.ts';
@@ -69,12 +70,13 @@ export const BODY_TIMEOUT_MS = 30_000;
 const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
 
 export function createApp(given: Services, routes: readonly RouteSpec[]): App {
-  const router = createRouter<RouteSpec>(
+  // Each route's plan, decided here once (src/pipeline/plan.ts): the stages read it.
+  const router = createRouter<PlannedRoute>(
     routes.map(
-      (r): Route<RouteSpec> => ({
+      (r): Route<PlannedRoute> => ({
         method: r.method,
         pattern: r.pattern,
-        handler: r,
+        handler: planned(r),
         ...(r.versioned === undefined ? {} : { versioned: r.versioned }),
       }),
     ),

@@ -21,6 +21,7 @@ import { unwound, unwinding, Unwinding, type Answer } from '../../src/pipeline/a
 import { compose, pass, type Next, type Stage } from '../../src/pipeline/compose.ts';
 import type { HandlerServices, ReplicaReads, RouteSpec } from '../../src/pipeline/context.ts';
 import { newExchange, type Exchange } from '../../src/pipeline/exchange.ts';
+import { planned, type PlannedRoute } from '../../src/pipeline/plan.ts';
 import { authorize } from '../../src/pipeline/stages/authorize.ts';
 import { databaseDeadline, requestBody, work } from '../../src/pipeline/stages/body.ts';
 import { createBodyBudget } from '../../src/http/body-budget.ts';
@@ -37,8 +38,9 @@ import { UNKNOWN } from '../../src/replica/positions.ts';
 
 const doc = { summary: 'test route', success: { status: 200 } } as const;
 const ok = async () => new Response('ok');
-const getOrder: RouteSpec = { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', doc, handler: ok };
-const health: RouteSpec = {
+const getOrderSpec: RouteSpec = { method: 'GET', pattern: '/orders/{id:int}', auth: 'orders:read', doc, handler: ok };
+const getOrder = planned(getOrderSpec);
+const health = planned({
   method: 'GET',
   pattern: '/healthz',
   auth: 'public',
@@ -46,10 +48,10 @@ const health: RouteSpec = {
   handler: ok,
   versioned: false,
   rateLimited: 'never',
-};
-const router = createRouter<RouteSpec>([
+});
+const router = createRouter<PlannedRoute>([
   { method: 'GET', pattern: getOrder.pattern, handler: getOrder },
-  { method: 'PATCH', pattern: getOrder.pattern, handler: { ...getOrder, method: 'PATCH' } },
+  { method: 'PATCH', pattern: getOrder.pattern, handler: planned({ ...getOrderSpec, method: 'PATCH' }) },
   { method: 'GET', pattern: '/healthz', handler: health, versioned: false },
 ]);
 const primary = { name: 'primary' } as unknown as Database;
@@ -577,7 +579,7 @@ describe('authorize', () => {
     const x = exchange('/v1/orders/1', { headers: { authorization: 'Bearer good' } }, { route: getOrder });
     const answer = await authorizing(x, async () => ({ response: new Response('inner') }));
     assert.deepEqual([x.principal, answer.principal, answer.rate?.remaining], [principal, principal, 4]);
-    const admin = { ...getOrder, auth: 'users:write' as const };
+    const admin = planned({ ...getOrderSpec, auth: 'users:write' as const });
     const y = exchange('/v1/orders/1', { headers: { authorization: 'Bearer good' } }, { route: admin });
     const thrown = await authorizing(y, async () => ({ response: new Response('inner') })).catch((e: unknown) => e);
     const { error, decisions } = unwound(thrown);
@@ -616,7 +618,7 @@ describe('replica reads', () => {
     one: async () => ({ lsn: '0/16B3748' }),
     handle: () => handleAt('primary', ran),
   } as unknown as Database;
-  const replicated = { ...getOrder, replica: true };
+  const replicated = planned({ ...getOrderSpec, replica: true });
   const tagged = { ...replicated, currentTag: async () => '"r1"' };
   /** Where a statement on `source` runs. */
   const runsOn = async (source: { handle(scope: never): Db } | undefined) => {
@@ -628,7 +630,8 @@ describe('replica reads', () => {
   it('records the position of a write for its principal, after the write', async () => {
     recorded.length = 0;
     const stage = replicaReads(reads(true), withWal, createLogger('silent'));
-    const x = exchange('/v1/orders/1', { method: 'PATCH' }, { route: replicated, principal, source: withWal });
+    const patch = planned({ ...getOrderSpec, method: 'PATCH' });
+    const x = exchange('/v1/orders/1', { method: 'PATCH' }, { route: patch, principal, source: withWal });
     const next = fakeNext(() => {
       assert.deepEqual(recorded, []);
       return new Response('written');
@@ -704,7 +707,7 @@ describe('fallingBack()', () => {
 
 describe('preconditions and conditional', () => {
   const stage: Stage<Exchange> = (x, next) => preconditions()(x, (y) => conditional(30)(y, next));
-  const tagged = { ...getOrder, cache: 'private' as const, currentTag: async () => '"r7"' };
+  const tagged = planned({ ...getOrderSpec, cache: 'private' as const, currentTag: async () => '"r7"' });
 
   it('refuses a malformed If-None-Match with 400 before the handler, on any route', async () => {
     const next = fakeNext();
@@ -745,7 +748,7 @@ describe('preconditions and conditional', () => {
   });
 
   it('parses If-Match only where the route checks it, and hands it on', async () => {
-    const checked = { ...getOrder, method: 'PATCH' as const, doc: { ...doc, ifMatch: true } };
+    const checked = planned({ ...getOrderSpec, method: 'PATCH' as const, doc: { ...doc, ifMatch: true } });
     const x = exchange('/v1/orders/1', { method: 'PATCH', headers: { 'if-match': '"a"' } }, { route: checked });
     await stage(x, fakeNext());
     assert.deepEqual(x.conditions, { ifNoneMatch: null, ifMatch: [{ weak: false, opaque: '"a"' }] });
@@ -760,13 +763,15 @@ describe('idempotency', () => {
 
   it('leaves a GET, and a POST of no principal, to the handler', async () => {
     const next = fakeNext();
-    await stage(exchange('/v1/orders', { headers: { 'idempotency-key': 'k' } }), next);
-    await stage(exchange('/v1/orders', { method: 'POST', body: '{}', headers: { 'idempotency-key': 'k' } }), next);
+    const post = planned({ ...getOrderSpec, method: 'POST' });
+    await stage(exchange('/v1/orders/1', { headers: { 'idempotency-key': 'k' } }, { route: getOrder }), next);
+    const init = { method: 'POST', body: '{}', headers: { 'idempotency-key': 'k' } };
+    await stage(exchange('/v1/orders', init, { route: post }), next);
     assert.equal(next.calls, 2);
   });
 
   it('refuses a malformed key, and a missing one where the route requires it, with 400', async () => {
-    const pay = { ...getOrder, method: 'POST' as const, idempotency: 'required' as const };
+    const pay = planned({ ...getOrderSpec, method: 'POST' as const, idempotency: 'required' as const });
     const malformed = await outcome(
       stage,
       exchange(
@@ -799,7 +804,7 @@ describe('idempotency', () => {
     const x = exchange(
       '/v1/orders',
       { method: 'POST', body: '{}', headers: { 'idempotency-key': 'key-1' } },
-      { route: { ...getOrder, method: 'POST' }, principal, handle },
+      { route: planned({ ...getOrderSpec, method: 'POST' }), principal, handle },
     );
     // What the stages inside gave (the conditional stage finished it there): not finished again here.
     const finished = { etag: '"t"', 'cache-control': 'no-store' };

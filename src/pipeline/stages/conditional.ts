@@ -21,7 +21,7 @@ export function preconditions(): Stage<Exchange> {
     const safe = x.request.method === 'GET' || x.request.method === 'HEAD';
     x.conditions = parseConditions(
       safe ? x.header('if-none-match') : null,
-      routeOf(x).doc.ifMatch === true ? x.header('if-match') : null,
+      routeOf(x).plan.ifMatch ? x.header('if-match') : null,
     );
     return next(x);
   };
@@ -33,7 +33,7 @@ export function conditional(cacheMaxAge: number): Stage<Exchange> {
     const { method } = x.request;
     const { conditions } = x;
     if (conditions === undefined) throw new Error('the conditional stage ran outside the preconditions stage');
-    const options: FinishOptions = { cache: route.cache ?? 'no-store', contentType: x.contentType, cacheMaxAge };
+    const options: FinishOptions = { cache: route.plan.cache, contentType: x.contentType, cacheMaxAge };
     const { currentTag } = route;
     if (currentTag !== undefined && conditions.ifNoneMatch !== null) {
       const tags = x.tagSource?.handle(x.scope);

@@ -19,7 +19,7 @@ import { answerClaimed, runIdempotent } from '../idempotency.ts';
 
 export function idempotency(): Stage<Exchange> {
   // Not an async function: a GET (and a POST of no principal) passes through without a promise of its own.
-  return (x, next) => (x.request.method !== 'POST' || x.principal === undefined ? next(x) : keyed(x, next));
+  return (x, next) => (routeOf(x).plan.idempotency === 'none' || x.principal === undefined ? next(x) : keyed(x, next));
 }
 
 /** A POST of a principal: with a key, once per (user, key); without one, as the route allows. */
@@ -29,7 +29,7 @@ async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
   const parsed = parseIdempotencyKey(x.header('idempotency-key'));
   if (!parsed.ok) throw new HttpError(400, 'invalid-header', { detail: parsed.detail });
   if (parsed.key === undefined) {
-    if (routeOf(x).idempotency !== 'required') return next(x);
+    if (routeOf(x).plan.idempotency !== 'required') return next(x);
     throw new HttpError(400, 'idempotency-key-missing', {
       detail: `${method} ${x.url.pathname} needs an Idempotency-Key header.`,
     });
@@ -60,6 +60,6 @@ async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
       x.savepoint = savepoint;
       return next(x);
     },
-    routeOf(x).refusesBeforeWriting !== true,
+    routeOf(x).plan.inSavepoint,
   );
 }

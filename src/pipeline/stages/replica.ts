@@ -64,16 +64,15 @@ export function replicaReads(
   }
 
   return async (x, next) => {
-    const { method } = x.request;
-    if (method !== 'GET' && method !== 'HEAD') {
+    const route = routeOf(x);
+    if (route.plan.writes) {
       try {
         return await next(x);
       } finally {
         if (x.principal !== undefined) await recordWrite(x.principal.userId, x.requestId);
       }
     }
-    const route = routeOf(x);
-    if (route.replica !== true || !(await serves(x.principal))) return next(x);
+    if (!route.plan.replica || !(await serves(x.principal))) return next(x);
     if (x.header('if-none-match') === null) x.source = onReplica;
     else if (route.currentTag !== undefined) x.tagSource = onReplica;
     return next(x);

@@ -60,7 +60,7 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
     if (negotiated.ok) {
       version = negotiated.version;
       x.contentType = negotiated.contentType;
-    } else if (route.doc.success.status === 204) {
+    } else if (route.plan.noContent) {
       // contract §4: a success with no body (DELETE → 204) is not refused for its Accept
       // (`application/problem+json`, as RFC 9457 clients send); its problems are problem+json anyway.
       version = prefix ?? 1;
