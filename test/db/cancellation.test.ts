@@ -356,9 +356,15 @@ describe('abandoning a request: each case of the table (contract §17)', { skip 
       const [setting] = await db.sql.unsafe('SHOW idle_in_transaction_session_timeout');
       assert.deepEqual(setting, { idle_in_transaction_session_timeout: `${IDLE_IN_TRANSACTION_MS / 1000}s` });
     }
+    // pg_terminate_backend only signals a session (with a time-out, it waits for it to go); a session whose link
+    // the pool has closed meanwhile ends by itself, a moment later. Either way, awaited until none is left.
     await look.sql.unsafe(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
        WHERE datname = current_database() AND state = 'idle in transaction'`,
+    );
+    await until(
+      async () => (await look.sql.unsafe(IDLE_IN_TRANSACTION)).length === 0,
+      () => 'a session is still idle in a transaction',
     );
     await until(
       async () => (await db.one('Ping').catch(() => undefined)) !== undefined,
