@@ -20,7 +20,7 @@ TESTS := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard test/*/*.tes
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test test-stress typecheck lint format clean bench bench-ab bench-hostile
+.PHONY: run build test test-stress typecheck statement-types lint format clean bench bench-ab bench-hostile
 
 node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
@@ -59,6 +59,13 @@ dist/orders: node_modules/.package-lock.json $(NODE26) $(BUILD_INPUTS)
 
 typecheck: node_modules/.package-lock.json
 	node_modules/.bin/tsc --noEmit -p .
+
+# The types of every named statement's parameters and row (src/db/statements.generated.ts), as PostgreSQL
+# describes the statements of sql/queries/ on the migrated schema: run after changing a statement or a migration,
+# then make typecheck. On DATABASE_URL, else an in-memory embedded database; test/db/statement-types.test.ts fails
+# while the file is not what they give.
+statement-types: node_modules/.package-lock.json
+	node --import tsx scripts/statement-types.ts
 
 # One formatter and linter for the whole tree (Biome, biome.json), and no
 # line over 120 characters, strings and comments included; no file under src/

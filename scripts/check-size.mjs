@@ -76,11 +76,11 @@ function nameOf(node, key) {
   return undefined;
 }
 
-/** The TypeScript files git tracks (or would) under src/. */
+/** The TypeScript files git tracks (or would) under src/, but the generated ones (`*.generated.ts`). */
 export function sourceFiles() {
   return execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'src'], { encoding: 'utf8' })
     .split('\n')
-    .filter((file) => file.endsWith('.ts'));
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.generated.ts'));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

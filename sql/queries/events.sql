@@ -1,6 +1,8 @@
 -- The event log and webhooks (contract §15; src/events/*.ts).
 
 -- name: InsertEvent :one writes
+-- params: type, customerId?, data
+-- not null: deliveries
 -- An event, in the transaction of its change, and a pending delivery to every
 -- endpoint subscribed to its type. $1: type, $2: customer id or NULL, $3: data (JSON text).
 WITH event AS (
@@ -17,7 +19,9 @@ deliveries AS (
 )
 SELECT id, (SELECT count(*) FROM deliveries) AS deliveries FROM event;
 
--- name: FindEventPosition :one reads
+-- name: FindEventPosition :opt reads
+-- params: id, owner?
+-- not null: xid
 -- The (xid, id) position of the event a cursor names, if it is readable yet
 -- (an id seen in a webhook may be ahead of the readable log). $2: the
 -- customer a customer is limited to, or NULL.
@@ -26,6 +30,7 @@ WHERE id = $1 AND ($2::bigint IS NULL OR customer_id = $2)
   AND xid < pg_snapshot_xmin(pg_current_snapshot());
 
 -- name: ListEvents :many reads
+-- params: afterXid, afterId, type?, pageSize
 -- Events after a position, in (xid, id) order, and only of transactions older
 -- than the oldest one still running: an event committed late can never fall
 -- behind a cursor. $1, $2: the position (xid as text, id), $3: type or NULL,
@@ -39,6 +44,7 @@ ORDER BY e.xid, e.id
 LIMIT $4;
 
 -- name: ListCustomerEvents :many reads
+-- params: afterXid, afterId, type?, pageSize, customerId
 -- As ListEvents, for one customer (its own statement, so that its plan uses
 -- events_customer_xid_id_idx). $5: the customer.
 SELECT e.id, e.type, e.data, e.created_at
@@ -55,14 +61,17 @@ LIMIT $4;
 DELETE FROM events WHERE created_at <= now() - interval '30 days';
 
 -- name: InsertWebhookEndpoint :one writes
+-- params: url, events, secret
 INSERT INTO webhook_endpoints (url, events, secret)
 VALUES ($1, $2::text[], $3)
 RETURNING id, url, events, secret, created_at;
 
--- name: GetWebhookEndpoint :one reads
+-- name: GetWebhookEndpoint :opt reads
+-- params: id
 SELECT id, url, events, created_at FROM webhook_endpoints WHERE id = $1;
 
 -- name: ListWebhookEndpoints :many reads
+-- not null: total_count, sort_key
 -- {{where}}, {{after}}, {{orderBy}}, {{sortKey}}, {{limit}}, {{offset}}: as every list (src/db/page.ts).
 SELECT id, url, events, created_at, (SELECT count(*) FROM webhook_endpoints WHERE {{where}}) AS total_count,
        {{sortKey}} AS sort_key
@@ -72,12 +81,15 @@ ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
 -- name: CountWebhookEndpoints :one reads
+-- not null: total_count
 SELECT count(*) AS total_count FROM webhook_endpoints WHERE {{where}};
 
--- name: DeleteWebhookEndpoint :one writes
+-- name: DeleteWebhookEndpoint :opt writes
+-- params: id
 DELETE FROM webhook_endpoints WHERE id = $1 RETURNING id;
 
 -- name: ListDeliveries :many reads
+-- not null: total_count, sort_key
 -- The deliveries of one endpoint with their attempts. {{where}} always holds
 -- the endpoint; the other fragments as every list's (src/db/page.ts).
 SELECT d.id, d.event_id, e.type AS event_type, d.status, d.attempts, d.next_attempt_at, d.created_at,
@@ -93,9 +105,11 @@ ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
 -- name: CountDeliveries :one reads
+-- not null: total_count
 SELECT count(*) AS total_count FROM webhook_deliveries d WHERE {{where}};
 
 -- name: ClaimDeliveries :many writes
+-- params: limit, leaseSeconds
 -- Due deliveries, at most one per endpoint, and only of endpoints whose lease
 -- is free: at most one attempt in flight per endpoint across all processes
 -- (contract §17). A hung endpoint holds one slot of one process, never more,
@@ -150,7 +164,8 @@ FROM due, leased, events e
 WHERE d.id = due.id AND leased.id = d.endpoint_id AND e.id = d.event_id
 RETURNING d.id, d.endpoint_id, d.attempts, leased.url, leased.secret, e.id AS event_id, e.type, e.data, e.created_at;
 
--- name: RecordAttempt :one writes
+-- name: RecordAttempt :opt writes
+-- params: deliveryId, status?, error?, durationMs, state, retrySeconds?, attempt
 -- An attempt and the delivery's new state, together, only if the delivery is
 -- still this attempt's ($7: the attempt number it was claimed with): a late
 -- result never overwrites a newer attempt's. With them, the endpoint's lease

@@ -1,6 +1,8 @@
 -- Idempotency keys (contract §7; src/idempotency.ts).
 
 -- name: ClaimIdempotencyKey :one writes
+-- params: userId, key
+-- not null: locked
 -- Taken at the start of the request's transaction: tries the advisory lock
 -- of (user, key), held until the transaction ends, and then reads the stored
 -- result of the key younger than 24 hours, with a snapshot taken after the
@@ -13,6 +15,7 @@ SELECT locked, fingerprint, status, headers, body
 FROM idempotency_claim($1, $2);
 
 -- name: StoreIdempotencyKey :exec writes
+-- params: userId, key, fingerprint, status, headers, body
 -- Stores a result in the transaction of its effect. An expired row for the
 -- same key (not yet purged) is replaced.
 INSERT INTO idempotency_keys (user_id, key, fingerprint, status, headers, body)

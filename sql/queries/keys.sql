@@ -1,11 +1,13 @@
 -- name: KeepServiceKey :exec writes
+-- params: name, key
 -- Writes the key named $1 as $2 (32 random bytes) unless one is kept already:
 -- of processes that start at once, the first to commit writes it and the
 -- others keep theirs to themselves (docs/http.md, "Cursor pages").
 INSERT INTO service_keys (name, key) VALUES ($1, $2)
 ON CONFLICT (name) DO NOTHING;
 
--- name: ServiceKey :one reads
+-- name: ServiceKey :opt reads
+-- params: name
 -- The key named $1, as every process uses it (read after KeepServiceKey, in
 -- a statement of its own: it sees the row a concurrent start committed).
 SELECT key FROM service_keys WHERE name = $1;
@@ -17,7 +19,9 @@ SELECT name, key FROM service_keys
 WHERE name IN ('cursor', 'cursor-previous')
 ORDER BY name = 'cursor' DESC;
 
--- name: RotateCursorKey :one writes
+-- name: RotateCursorKey :opt writes
+-- params: key
+-- not null: rotated
 -- Replaces the cursor key with $1 (32 random bytes) and keeps the one it
 -- replaces as cursor-previous, which still opens the cursors given out
 -- before (`orders keys rotate`). The key kept is the key this statement

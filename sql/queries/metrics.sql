@@ -2,6 +2,7 @@
 -- (contract §13, §16; src/ops/metrics.ts), under a 1 s deadline.
 
 -- name: MetricsFigures :one reads
+-- not null: deliveries_pending, deliveries_failed, oldest_event_age_seconds
 -- Webhook deliveries still to be attempted (pending) and given up (failed),
 -- from the counts the triggers of 0011 keep (a few rows, whatever the number
 -- of deliveries: contract §13), and the seconds since the oldest event the log

@@ -1,6 +1,7 @@
 -- Statements of the migration runner (src/db/migrate.ts).
 
 -- name: AcquireMigrationLock :exec writes
+-- params: key
 -- Transaction-level: released by the COMMIT or ROLLBACK of the migration's
 -- own transaction, so no session keeps it (a transaction-mode pooler hands
 -- sessions from client to client; contract §17).
@@ -18,4 +19,5 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 SELECT version, name, checksum FROM schema_migrations ORDER BY version;
 
 -- name: RecordMigration :exec writes
+-- params: version, name, checksum
 INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3);

@@ -2,7 +2,9 @@
 -- items embedded as JSON, in id order: one query, never one per order.
 -- unitPrice and total travel as text so no float ever touches money.
 
--- name: GetOrder :one reads
+-- name: GetOrder :opt reads
+-- params: id, owner?
+-- not null: total
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
 -- revision is not part of the representation: it makes the entity tag (contract §9).
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
@@ -14,7 +16,9 @@ FROM orders o
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: GetOrderJson :one reads
+-- name: GetOrderJson :opt reads
+-- params: id, owner?
+-- not null: body
 -- The order as API version 1 represents it (contract §2), as JSON text ready
 -- to send (order_json_v1, migration 0017: the bytes of
 -- src/orders/representation.ts), with the revision for its entity tag: a GET
@@ -28,7 +32,9 @@ FROM orders o, order_json_v1(o, o.id) j(body)
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: GetOrderJsonV2 :one reads
+-- name: GetOrderJsonV2 :opt reads
+-- params: id, owner?
+-- not null: body
 -- GetOrderJson for API version 2 (order_json_v2: money as
 -- {"amount":"59.90","currency":"EUR"}). $1: order id; $2: the owning customer,
 -- or NULL (an admin).
@@ -37,7 +43,8 @@ FROM orders o, order_json_v2(o, o.id, o.currency) j(body)
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
--- name: LockOrder :one writes
+-- name: LockOrder :opt writes
+-- params: id, owner?
 -- The order's writable state, locked until the transaction ends, so that two
 -- writers of one order are serialized and each sees the other's result; with
 -- the revision that If-Match is compared against under the lock (contract §9).
@@ -48,7 +55,8 @@ WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2)
 FOR UPDATE;
 
--- name: GetOrderRevision :one reads
+-- name: GetOrderRevision :opt reads
+-- params: id, owner?
 -- The revision alone, for an If-None-Match on one order (contract §9): one
 -- primary-key lookup, no items, nothing built. Ownership as in GetOrder, so
 -- another customer's order is as missing here as there (404, never 304).
@@ -59,6 +67,8 @@ WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
 -- name: GetOrderJsonBatch :many reads
+-- params: ids, owners
+-- not null: n, body
 -- GetOrderJson for the requests of one turn at once (src/db/batch.ts): $1 the
 -- order ids, $2 for each the owning customer it is limited to, or NULL (an
 -- admin); one row per order found, n the place of its request in $1. A nested
@@ -69,6 +79,8 @@ JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)
 CROSS JOIN order_json_v1(o, o.id) j(body);
 
 -- name: GetOrderJsonV2Batch :many reads
+-- params: ids, owners
+-- not null: n, body
 -- GetOrderJsonV2 for the requests of one turn at once, as GetOrderJsonBatch.
 SELECT k.n::int AS n, o.revision, j.body
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
@@ -76,12 +88,15 @@ JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner)
 CROSS JOIN order_json_v2(o, o.id, o.currency) j(body);
 
 -- name: GetOrderRevisionBatch :many reads
+-- params: ids, owners
+-- not null: n
 -- GetOrderRevision for the requests of one turn at once, as GetOrderJsonBatch.
 SELECT k.n::int AS n, o.revision
 FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS k(id, owner, n)
 JOIN orders o ON o.id = k.id AND (k.owner IS NULL OR o.customer_id = k.owner);
 
 -- name: ListOrders :many reads
+-- not null: total, total_count, sort_key
 -- One page with its total count, in one statement and one snapshot, for a
 -- list with a minTotal filter (ListOrdersKeptTotal serves the others). {{where}}
 -- is built only from the fixed filter fragments in src/orders/order-list.ts
@@ -111,12 +126,14 @@ FROM page o
 ORDER BY {{orderBy}};
 
 -- name: CountOrders :one reads
+-- not null: total_count
 -- The total when the page lies past the last one. {{where}} as in ListOrders.
 SELECT count(*) AS total_count
 FROM orders o
 WHERE {{where}};
 
 -- name: ListOrdersKeptTotal :many reads
+-- not null: total, total_count, sort_key
 -- ListOrders for a list filtered by nothing but customer and status: the
 -- same page, with the total summed from derived.order_counts (migration
 -- 0007: kept by triggers in the transaction of every change, so in the
@@ -145,6 +162,7 @@ FROM page o
 ORDER BY {{orderBy}};
 
 -- name: SumOrderCounts :one reads
+-- not null: total_count
 -- The total of ListOrdersKeptTotal when the page lies past the last one.
 -- {{totalWhere}} as there.
 SELECT coalesce(sum(c.n), 0)::bigint AS total_count
@@ -152,12 +170,16 @@ FROM derived.order_counts c
 WHERE {{totalWhere}};
 
 -- name: FindProducts :many reads
+-- params: ids
+-- not null: price
 -- The catalog entries an order's items name; $1: product ids.
 SELECT id, price::text AS price, currency
 FROM products
 WHERE id = ANY ($1::bigint[]);
 
 -- name: CreateOrder :one writes
+-- params: customerId, checkCustomer, productIds, quantities
+-- not null: customer_known
 -- A new pending order and its items, written only if the rules of contract §4
 -- that need the database hold: the customer exists (checked when $2: an
 -- admin names one; a customer's own id needs no check), every product is
@@ -200,6 +222,9 @@ SELECT (SELECT id FROM new_order) AS id, c.customer_known, c.currencies
 FROM checked c;
 
 -- name: CreateOrderKeyed :one writes
+-- params: userId, key, fingerprint, customerId, checkCustomer, productIds, quantities,
+-- params: version, contentType, location, etag
+-- not null: locked
 -- A keyed POST /orders in one statement (sql/migrations/0014_idempotent_create_order.sql):
 -- the key claimed, the order made (or refused, nothing written), its event
 -- recorded and its answer stored, in this statement's own transaction. $1:
@@ -212,6 +237,8 @@ FROM idempotent_create_order($1::bigint, $2::text, $3::text, $4::bigint, $5::boo
                              $8::integer, $9::text, $10::text, $11::text);
 
 -- name: RecordOrderCreated :one writes
+-- params: id
+-- not null: total
 -- The order CreateOrder has just written, read as GetOrder reads it (after
 -- the triggers of its items have moved its revision), and its order.created
 -- event (contract §15) written from that same row in the same statement, with a
@@ -244,6 +271,8 @@ SELECT o.id, o.customer_id, o.status, o.currency, o.total, o.created_at, o.updat
 FROM o;
 
 -- name: ReplaceOrderItems :one writes
+-- params: id, productIds, quantities
+-- not null: touched
 -- Makes the order's items exactly $2 (product ids) with $3 (quantities):
 -- a product still wanted keeps its line, id and captured unit price (only
 -- its qty may change); a product no longer wanted loses its line; a new
@@ -277,6 +306,7 @@ added AS (
 SELECT (SELECT count(*) FROM removed) + (SELECT count(*) FROM changed) + (SELECT count(*) FROM added) AS touched;
 
 -- name: UpdateOrder :exec writes
+-- params: id, customerId, status, currency, itemsChanged
 -- Sets the order's owner, status and currency, and recomputes its total
 -- from its items. The trigger moves updated_at when anything changed; $5
 -- forces that (true when the items changed, which the row does not show).
@@ -290,5 +320,6 @@ SET customer_id = $2,
 WHERE o.id = $1;
 
 -- name: DeleteOrder :exec writes
+-- params: id
 -- Its items go with it (ON DELETE CASCADE).
 DELETE FROM orders WHERE id = $1;

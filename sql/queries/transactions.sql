@@ -17,6 +17,7 @@ COMMIT;
 ROLLBACK;
 
 -- name: TransactionStatus :one reads
+-- params: xid
 -- What came of transaction $1 (a COMMIT whose connection was lost):
 -- committed, aborted, in progress, or NULL once too old to know.
 SELECT txid_status($1) AS status;

@@ -1,21 +1,25 @@
 -- Users (contract §2, §6).
 
--- name: GetUser :one reads
+-- name: GetUser :opt reads
+-- params: id
 SELECT id, email, name, role, created_at
 FROM users
 WHERE id = $1;
 
--- name: FindUserByEmail :one reads
+-- name: FindUserByEmail :opt reads
+-- params: email
 SELECT id, email, name, role, created_at
 FROM users
 WHERE lower(email) = lower($1);
 
 -- name: InsertUser :one writes
+-- params: email, name, role
 INSERT INTO users (email, name, role)
 VALUES ($1, $2, $3)
 RETURNING id, email, name, role, created_at;
 
 -- name: ListUsers :many reads
+-- not null: total_count, sort_key
 -- {{where}}: fixed fragments from src/users/handlers.ts (a customer sees only
 -- their own record); {{orderBy}}, {{after}} (a cursor page's keyset) and
 -- {{sortKey}}: from the fixed sort-key map; {{limit}}, {{offset}}: the
@@ -28,6 +32,7 @@ ORDER BY {{orderBy}}
 LIMIT {{limit}} OFFSET {{offset}};
 
 -- name: CountUsers :one reads
+-- not null: total_count
 SELECT count(*) AS total_count
 FROM users
 WHERE {{where}};

@@ -51,14 +51,6 @@ interface Lookup {
   readonly scope: RequestScope | undefined;
 }
 
-interface TokenRow {
-  token_id: number;
-  user_id: number;
-  role: Role;
-  scopes: Scope[];
-  expires_at: Date | null;
-}
-
 export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () => number = Date.now): Authenticator {
   const cache = new Map<string, Cached>();
   const underWay = new Map<string, Lookup>();
@@ -67,7 +59,7 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
 
   async function lookUp(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
     const at = now();
-    const row = await (scope === undefined ? db : db.handle(scope)).one<TokenRow>('FindActiveToken', [hash]);
+    const row = await (scope === undefined ? db : db.handle(scope)).opt('FindActiveToken', [hash]);
     if (row === undefined) throw unauthorized(true);
     const principal: Principal = {
       userId: row.user_id,

@@ -40,15 +40,15 @@ export async function createToken(
   ttlSeconds: number | null,
 ): Promise<{ token: string; record: TokenRecord }> {
   const token = generateToken(await serviceKey(db, 'token'));
-  const row = await db.one<TokenRow>('InsertToken', [userId, tokenHash(token), scopes, ttlSeconds]);
-  return { token, record: toRecord(row as TokenRow) };
+  const row = await db.one('InsertToken', [userId, tokenHash(token), scopes, ttlSeconds]);
+  return { token, record: toRecord(row) };
 }
 
 export async function listTokens(db: Database, userId: number): Promise<TokenRecord[]> {
-  return (await db.many<TokenRow>('ListTokensOfUser', [userId])).map(toRecord);
+  return (await db.many('ListTokensOfUser', [userId])).map(toRecord);
 }
 
 /** Revokes a token; `false` when there is no token with that id. */
 export async function revokeToken(db: Database, tokenId: number): Promise<boolean> {
-  return (await db.one('RevokeToken', [tokenId])) !== undefined;
+  return (await db.opt('RevokeToken', [tokenId])) !== undefined;
 }

@@ -4,7 +4,7 @@ import { collectionHandler } from '../pipeline/collection.ts';
 import { jsonResponse } from '../http/json.ts';
 import type { ListSpec } from '../http/list-query.ts';
 import { HttpError } from '../http/problem.ts';
-import { productRepresentation, type ProductRow } from './representation.ts';
+import { productRepresentation } from './representation.ts';
 
 type ProductSortKey = 'id' | 'createdAt';
 export const PRODUCT_LIST: ListSpec<ProductSortKey, Record<string, never>> = {
@@ -21,7 +21,7 @@ export const listProducts = collectionHandler({
 });
 
 export async function getProduct(ctx: RequestContext): Promise<Response> {
-  const row = await ctx.db.one<ProductRow>('GetProduct', [ctx.params.id as number]);
+  const row = await ctx.db.opt('GetProduct', [ctx.params.id as number]);
   if (row === undefined) throw new HttpError(404, 'not-found', { detail: `There is no product ${ctx.params.id}.` });
   return jsonResponse(productRepresentation(row, ctx.version));
 }

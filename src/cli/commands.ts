@@ -63,8 +63,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     example: 'orders seed',
     build: () => async (db, io) => {
       await seed(db);
-      const users = await db.many<Parameters<typeof userRepresentation>[0]>('ListDemoUsers');
-      const [products] = await db.composed<{ total_count: number }>('CountProducts', { where: 'TRUE' });
+      const users = await db.many('ListDemoUsers');
+      const [products] = await db.composed('CountProducts', { where: 'TRUE' });
       io.out(`${JSON.stringify({ users: users.map(userRepresentation), products: products?.total_count ?? 0 })}\n`);
     },
   },
@@ -122,7 +122,7 @@ export const COMMANDS: readonly CommandSpec[] = [
           throw new UsageError(`--ttl must be a number and a unit (s, m, h, d), such as 30d; got ${values.ttl}`);
       }
       return async (db, io) => {
-        if ((await db.one('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
+        if ((await db.opt('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
         io.out(`${(await createToken(db, userId, scopes, ttl)).token}\n`);
       };
     },
@@ -135,7 +135,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     build(values) {
       const userId = id(values.user as string, '--user');
       return async (db, io) => {
-        if ((await db.one('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
+        if ((await db.opt('GetUser', [userId])) === undefined) throw new CommandError(`there is no user ${userId}`);
         io.out(`${JSON.stringify(await listTokens(db, userId))}\n`);
       };
     },

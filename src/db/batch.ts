@@ -32,8 +32,8 @@ import { RequestScope } from './cancellation.ts';
 export type BatchParam = number | null;
 
 /** The two statements of one read: for one row, and for the rows of many members (docs/architecture.md). */
-export interface BatchedRead {
-  readonly single: string;
+export interface BatchedRead<Single extends string = string> {
+  readonly single: Single;
   readonly batch: string;
   /**
    * From this many members a batch goes out as two statements, a half each, which the pool runs on two

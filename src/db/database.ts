@@ -16,7 +16,7 @@ import type { Db } from './handle.ts';
 import { transaction, transactionTexts, type TransactionSql } from './transaction.ts';
 
 // The handle's types are handle.ts's; most of the service takes them from here, with the pool.
-export type { Db, Param, Tx } from './handle.ts';
+export type { Db, NamesOf, Param, RowOf, StatementName, Tx } from './handle.ts';
 export type { BatchedRead, BatchParam } from './batch.ts';
 export { TransactionOpenError } from './handle.ts';
 

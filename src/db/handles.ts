@@ -13,11 +13,11 @@
 import type postgres from 'postgres';
 import type { Circuit } from './circuit.ts';
 import type { Connection, Sql } from './connection.ts';
-import { type bound, type Param, TransactionOpenError, type Tx } from './handle.ts';
+import { type Param, type RowOf, TransactionOpenError, type Tx } from './handle.ts';
 import { DatabaseUnreachable, DeadlineExceeded, isConnectionFailure, OutcomeUnknown } from './errors.ts';
 import type { PoolCounter } from './pool-usage.ts';
 import { type DriverQuery, type RequestScope, type Resolution, written } from './cancellation.ts';
-import { StatementError, type ResultShape, type Statement } from './statements.ts';
+import { checkRows, checkShape, fill, type ResultShape, type Statement, StatementError } from './statements.ts';
 import {
   COMMIT_ROLLED_BACK,
   CommitLost,
@@ -80,9 +80,7 @@ export function handles(
     fragments?: Readonly<Record<string, string>>,
   ) => {
     const found = statement(name);
-    // A composed statement is a page (:many) or the count beside it (:one).
-    if (found.shape !== shape && !(fragments !== undefined && found.shape === 'one'))
-      throw new StatementError(`${name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
+    checkShape(found, shape, fragments !== undefined);
     if (readOnly && found.writes) throw new StatementError(`${name} writes, and this pool is a read replica's`);
     admit(place);
     const { on, scope } = place;
@@ -103,20 +101,23 @@ export function handles(
       untrack?.();
     }
     circuit.reached();
-    if (found.shape === 'one' && result.length > 1)
-      throw new StatementError(`${name} is declared :one but returned ${result.length} rows`);
+    checkRows(found, shape, fragments !== undefined, result.length);
     return result;
   };
 
   /** The reads of one row that requests ask of the pool in one turn, gathered into one statement (batch.ts). */
   const gather = batches({
-    single: (name, params, scope) => run(name, 'one', params, { on: sql, scope }),
+    single: (name, params, scope) => run(name, 'opt', params, { on: sql, scope }),
     batch: (name, params, scope) => run(name, 'many', params, { on: sql, scope }),
   });
 
   /** What PostgreSQL says became of transaction `xid` (`txid_status()`). */
   const statusOf = async (xid: number) =>
-    ((await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined }))[0] as { status?: unknown })?.status;
+    (
+      (
+        await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined })
+      )[0] as unknown as RowOf<'TransactionStatus'>
+    ).status;
 
   /**
    * A transaction on the pool for `place`, tracked in its scope from its wait for a connection to its end. A
@@ -188,27 +189,33 @@ export function handles(
         open = false;
       }
     };
-    // The pool's own handles are typed `Db` where they are handed out.
-    const handle: Omit<Tx, typeof bound> = {
+    // The pool's own handles are typed `Db` where they are handed out. Each statement's parameters and row are
+    // typed by its name (statements.generated.ts, from what PostgreSQL says of it): here, where the driver's rows
+    // come in, they are taken as that type.
+    const handle = {
       pool,
-      async one<T>(name: string, params: readonly Param[] = []) {
+      async one(name: string, params: readonly Param[] = []) {
         ready(name);
-        return (await run(name, 'one', params, place))[0] as T | undefined;
+        return (await run(name, 'one', params, place))[0];
       },
-      async many<T>(name: string, params: readonly Param[] = []) {
+      async opt(name: string, params: readonly Param[] = []) {
         ready(name);
-        return [...(await run(name, 'many', params, place))] as T[];
+        return (await run(name, 'opt', params, place))[0];
       },
-      async batched<T>(read: BatchedRead, params: readonly BatchParam[]) {
+      async many(name: string, params: readonly Param[] = []) {
+        ready(name);
+        return [...(await run(name, 'many', params, place))];
+      },
+      async batched(read: BatchedRead, params: readonly BatchParam[]) {
         ready(read.single);
         // In a transaction, its own statement; on the pool, gathered with the other requests' of this turn.
-        if (on !== sql) return (await run(read.single, 'one', params, place))[0] as T | undefined;
+        if (on !== sql) return (await run(read.single, 'opt', params, place))[0];
         admit(place, gather.gathered);
-        return (await gather(read, params, scope)) as T | undefined;
+        return await gather(read, params, scope);
       },
-      async composed<T>(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
+      async composed(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
         ready(name);
-        return [...(await run(name, 'many', params, place, fragments))] as T[];
+        return [...(await run(name, 'many', params, place, fragments))];
       },
       async exec(name: string, params: readonly Param[] = []) {
         ready(name);
@@ -224,7 +231,7 @@ export function handles(
         return nested(work, (inner) => on.savepoint(inner));
       },
     };
-    return handle as Tx;
+    return handle as unknown as Tx;
   };
   return handleOn;
 }
@@ -237,13 +244,3 @@ export function handles(
  */
 export const WAITING_PER_CONNECTION = 32;
 export const MIN_WAITING = 256;
-
-const PLACEHOLDER = /\{\{([a-zA-Z]+)\}\}/g;
-
-function fill(statement: Statement, fragments: Readonly<Record<string, string>>): string {
-  return statement.text.replace(PLACEHOLDER, (_, key: string) => {
-    const fragment = fragments[key];
-    if (fragment === undefined) throw new Error(`statement ${statement.name} needs the fragment {{${key}}}`);
-    return fragment;
-  });
-}

@@ -15,9 +15,7 @@ export type KeyName = 'cursor' | 'token';
 /** The key named `name`, written now if this is the first start. */
 export async function serviceKey(db: Database, name: KeyName): Promise<Uint8Array> {
   await db.exec('KeepServiceKey', [name, randomBytes(32)]);
-  const row = await db.one<{ key: Uint8Array }>('ServiceKey', [name]);
-  if (row === undefined) throw new Error(`the service key ${name} was not kept`);
-  return new Uint8Array(row.key);
+  return new Uint8Array((await db.one('ServiceKey', [name])).key);
 }
 
 /** The cursor keys a process holds (contract §4), and how it reads them again. */
@@ -42,7 +40,7 @@ export const RELOAD_AT_MOST_EVERY_MS = 1_000;
  */
 export async function cursorKeys(db: Database, failed: (error: unknown) => void = () => {}): Promise<CursorKeys> {
   await serviceKey(db, 'cursor');
-  const read = async () => (await db.many<{ key: Uint8Array }>('CursorKeys')).map((row) => new Uint8Array(row.key));
+  const read = async () => (await db.many('CursorKeys')).map((row) => new Uint8Array(row.key));
   let keys = await read();
   let last = performance.now();
   let reading: Promise<void> | undefined;
@@ -83,5 +81,5 @@ export async function cursorKeys(db: Database, failed: (error: unknown) => void 
  * key yet, or another rotation at the same time).
  */
 export async function rotateCursorKey(db: Database): Promise<boolean> {
-  return (await db.one('RotateCursorKey', [randomBytes(32)])) !== undefined;
+  return (await db.opt('RotateCursorKey', [randomBytes(32)])) !== undefined;
 }

@@ -7,7 +7,7 @@
  * range at any depth). Nothing from a request reaches the SQL text but the
  * choice among fixed fragments; values travel as parameters.
  */
-import type { Db, Param } from './database.ts';
+import type { Db, NamesOf, Param, RowOf } from './database.ts';
 import { keyset, orderBy, sortKey, type OrderKey } from './sort-sql.ts';
 
 /** A filter condition: a fixed SQL fragment taking one parameter, and the value for it. */
@@ -49,12 +49,18 @@ export interface Page<Row> {
   readonly next?: readonly string[];
 }
 
+/** The statements of a page, and of its count alone. */
+export type ListName = NamesOf<'many', true>;
+export type CountName = NamesOf<'one', true>;
+/** The page statements whose rows have everything `Row` reads. */
+export type ListOf<Row> = { [N in ListName]: RowOf<N> extends Row ? N : never }[ListName];
+
 /** The statements and whitelisted SQL fragments of one list query: never text from a request. */
-export interface PageSql {
+export interface PageSql<List extends ListName = ListName> {
   /** The `:many` statement of a page: its rows carry the count of all matching rows as `total_count`. */
-  readonly list: string;
-  /** The `:many` statement of the count alone, run only when the page is empty (past the last). */
-  readonly count: string;
+  readonly list: List;
+  /** The `:one` statement of the count alone, run only when the page is empty (past the last). */
+  readonly count: CountName;
   /** The SQL of each sort key, `id` included: a fixed map, for the `ORDER BY`, the keyset and `sort_key`. */
   readonly columns: Readonly<Record<string, string>>;
   /** The `WHERE` condition (from `where()`); `TRUE` when absent. */
@@ -118,9 +124,10 @@ export function pageStatement(
  * when the page is empty: a page past the last has no row to carry the
  * count. Both get `{{where}}` and, when given, `{{totalWhere}}`.
  */
-export async function fetchPage<Row>(db: Db, sql: PageSql, request: PageRequest): Promise<Page<Row>> {
+export async function fetchPage<Row>(db: Db, sql: PageSql<ListOf<Row>>, request: PageRequest): Promise<Page<Row>> {
   const { fragments, params } = pageStatement(sql, request);
-  const rows = await db.composed<Row & { total_count: number; sort_key: string[] }>(sql.list, fragments, params);
+  // ListOf<Row> holds only statements whose rows are Rows, which the compiler cannot follow through the generic.
+  const rows = (await db.composed(sql.list, fragments, params)) as (Row & RowOf<ListName>)[];
   const page = rows.slice(0, request.pageSize);
   const last = rows.length > request.pageSize ? page.at(-1) : undefined;
   if (page.length > 0)
@@ -129,6 +136,6 @@ export async function fetchPage<Row>(db: Db, sql: PageSql, request: PageRequest)
     where: fragments.where as string,
     ...(sql.totalWhere === undefined ? {} : { totalWhere: sql.totalWhere }),
   };
-  const [count] = await db.composed<{ total_count: number }>(sql.count, where, sql.params ?? []);
+  const [count] = await db.composed(sql.count, where, sql.params ?? []);
   return { rows: page, total: count?.total_count ?? 0 };
 }

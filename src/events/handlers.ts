@@ -16,7 +16,7 @@ import {
   type QueryError,
 } from '../http/list-query.ts';
 import { ownerLimit } from '../auth/ownership.ts';
-import { EVENT_TYPES, eventRepresentation, type EventRow, type EventType } from '../outbox/outbox.ts';
+import { EVENT_TYPES, eventRepresentation, type EventType } from '../outbox/outbox.ts';
 
 const type: FilterParser<EventType> = (value) =>
   (EVENT_TYPES as readonly string[]).includes(value)
@@ -62,15 +62,15 @@ export async function listEvents(ctx: RequestContext): Promise<Response> {
   const { after, type: only, pageSize } = query;
   let position = { xid: '0', id: 0 };
   if (after !== undefined) {
-    const found = await ctx.db.one<{ xid: string; id: number }>('FindEventPosition', [after, owner]);
+    const found = await ctx.db.opt('FindEventPosition', [after, owner]);
     if (found === undefined)
       throw invalidQuery([{ parameter: 'after', detail: `names no event (${after}) of yours that is still kept` }]);
     position = found;
   }
   const rows =
     owner === null
-      ? await ctx.db.many<EventRow>('ListEvents', [position.xid, position.id, only ?? null, pageSize])
-      : await ctx.db.many<EventRow>('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
+      ? await ctx.db.many('ListEvents', [position.xid, position.id, only ?? null, pageSize])
+      : await ctx.db.many('ListCustomerEvents', [position.xid, position.id, only ?? null, pageSize, owner]);
   const last = rows.at(-1)?.id ?? after ?? null;
   const next = new URLSearchParams(ctx.url.search);
   if (last !== null) next.set('after', String(last));

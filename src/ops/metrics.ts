@@ -143,7 +143,7 @@ function databaseFigures(ctx: RequestContext, recorder: HttpMetrics): Promise<Fi
 /** The statement's figures, or `undefined` when the database did not give them in time. */
 async function readFigures(db: Db): Promise<Figures | undefined> {
   try {
-    return await withDeadline(db.one<Figures>('MetricsFigures'), METRICS_DATABASE_TIMEOUT_MS);
+    return await withDeadline(db.one('MetricsFigures'), METRICS_DATABASE_TIMEOUT_MS);
   } catch {
     // Whatever the cause (a stalled or unreachable database), the scrape goes on
     // without these figures; orders_metrics_database_success says so.

@@ -55,7 +55,7 @@ export const listOfUser = collectionHandler({
     const userId = ctx.params.id as number;
     // Another customer's path is as missing as an unknown user's (contract §6).
     const visible =
-      principal.role === 'admin' ? (await ctx.db.one('GetUser', [userId])) !== undefined : principal.userId === userId;
+      principal.role === 'admin' ? (await ctx.db.opt('GetUser', [userId])) !== undefined : principal.userId === userId;
     if (!visible) throw new HttpError(404, 'not-found', { detail: `There is no user ${userId}.` });
     return userId;
   },

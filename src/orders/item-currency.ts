@@ -7,12 +7,6 @@ import type { Db } from '../db/database.ts';
 import { DomainError, type Misplaced } from '../base/domain-error.ts';
 import type { Item } from './rules.ts';
 
-interface ProductPrice {
-  id: number;
-  price: string;
-  currency: string;
-}
-
 /**
  * The currency of an order's items, given each item's product's currency
  * (`null`: no such product), in the items' order: the first known one, if
@@ -44,10 +38,7 @@ export function currencyOfItems(items: readonly Item[], currencies: readonly (st
  */
 export async function currencyOf(db: Db, items: readonly Item[]): Promise<string> {
   const products = new Map(
-    (await db.many<ProductPrice>('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [
-      p.id,
-      p.currency,
-    ]),
+    (await db.many('FindProducts', [items.map((i) => String(i.productId))])).map((p) => [p.id, p.currency]),
   );
   return currencyOfItems(
     items,

@@ -13,12 +13,12 @@
  * `Content-Type` as the conditional stage will set it, its `Location` and
  * its `ETag` (test/api/keyed-create.test.ts compares them).
  */
-import type { Db } from '../db/database.ts';
+import type { Db, RowOf } from '../db/database.ts';
 import { HttpError } from '../http/problem.ts';
 import { jsonTextResponse } from '../http/json.ts';
 import { JSON_TYPE, type Version } from '../http/negotiation.ts';
 import type { OneStatement, RequestContext } from '../pipeline/context.ts';
-import type { ClaimRow, IdempotentRequest } from '../pipeline/idempotency.ts';
+import { claimOf, type IdempotentRequest } from '../pipeline/idempotency.ts';
 import { orderTag, orderTagSuffix } from './etag.ts';
 import { orderToCreate } from './handlers.ts';
 import type { Item } from './rules.ts';
@@ -48,14 +48,14 @@ export async function createKeyed(ctx: RequestContext, request: IdempotentReques
     location,
     tagSuffix: orderTagSuffix(version, contentType),
   });
-  if (row.order_id !== null) {
+  if (row.order_id !== null && row.order_body !== null) {
     const id = row.order_id;
     // The tag the statement stored, made as every order's is.
     const etag = orderTag(id, Number(row.order_revision), version, contentType);
-    const body = row.order_body as string;
+    const body = row.order_body;
     return { respond: async () => jsonTextResponse(body, 201, { location: `${location}${id}`, etag }) };
   }
-  if (row.fingerprint !== null || !row.locked) return { claim: row };
+  if (row.fingerprint !== null || !row.locked) return { claim: claimOf(row) };
   return undefined;
 }
 
@@ -76,10 +76,10 @@ interface KeyedCreation {
 }
 
 /** CreateOrderKeyed's row: the key's claim when it was used, NULLs when a rule refused, or the order made. */
-type KeyedCreated = ClaimRow & { order_id: number | null; order_revision: number | null; order_body: string | null };
+type KeyedCreated = RowOf<'CreateOrderKeyed'>;
 
 async function createOrderKeyed(db: Db, c: KeyedCreation): Promise<KeyedCreated> {
-  return (await db.one<KeyedCreated>('CreateOrderKeyed', [
+  return await db.one('CreateOrderKeyed', [
     c.userId,
     c.key,
     c.fingerprint,
@@ -91,5 +91,5 @@ async function createOrderKeyed(db: Db, c: KeyedCreation): Promise<KeyedCreated>
     c.contentType,
     c.location,
     c.tagSuffix,
-  ])) as KeyedCreated;
+  ]);
 }

@@ -55,7 +55,7 @@ const MIN_TOTAL: OrderFilterSql = { rows: (p) => `o.total >= ${p}::numeric` };
 const ALL_CUSTOMERS = 'c.customer_id = 0';
 
 /** The statements and fragments of one order list (sql/queries/orders.sql). */
-export interface OrderListSql extends PageSql {
+export interface OrderListSql extends PageSql<'ListOrders' | 'ListOrdersKeptTotal'> {
   readonly where: string;
   readonly params: Param[];
   /**

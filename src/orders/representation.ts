@@ -26,7 +26,8 @@ export interface OrderRow {
   total: string;
   created_at: Date;
   updated_at: Date;
-  items: ItemJson[];
+  /** JSON the statement builds (ItemJson per item, by id): PostgreSQL describes it as json. */
+  items: unknown;
 }
 
 export interface ItemRow {
@@ -37,6 +38,9 @@ export interface ItemRow {
   unit_price: string;
   currency: string;
 }
+
+/** The items of an order's row: the JSON its statement builds, one ItemJson per item (PostgreSQL calls it json). */
+export const itemsOf = (row: Pick<OrderRow, 'items'>): ItemJson[] => row.items as ItemJson[];
 
 function itemRepresentation(item: ItemJson, currency: string, version: Version) {
   return {
@@ -50,7 +54,7 @@ function itemRepresentation(item: ItemJson, currency: string, version: Version) 
 
 /** The order as `version` represents it. */
 export function orderRepresentation(row: OrderRow, version: Version) {
-  const items = row.items.map((item) => itemRepresentation(item, row.currency, version));
+  const items = itemsOf(row).map((item) => itemRepresentation(item, row.currency, version));
   if (version === 1) {
     return {
       id: row.id,

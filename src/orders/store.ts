@@ -12,7 +12,7 @@ import type { BatchedRead, Db } from '../db/database.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import { DomainError, invalidAt } from '../base/domain-error.ts';
 import type { Version } from '../http/negotiation.ts';
-import { orderRepresentation, type OrderRow } from './representation.ts';
+import { type ItemJson, itemsOf, orderRepresentation, type OrderRow } from './representation.ts';
 import { recordEvent } from '../outbox/outbox.ts';
 import { checkTransition, type Item, type Status } from './rules.ts';
 import { currencyOf, currencyOfItems } from './item-currency.ts';
@@ -28,7 +28,7 @@ export interface StoredOrder extends OrderRow {
 }
 
 export async function getOrder(db: Db, id: number, principal: Principal): Promise<StoredOrder> {
-  const row = await db.one<StoredOrder>('GetOrder', [id, ownerLimit(principal)]);
+  const row = await db.opt('GetOrder', [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row;
 }
@@ -44,17 +44,14 @@ export async function getOrderJson(
   version: Version,
 ): Promise<{ revision: number; body: string }> {
   // One read per version: a CASE on the version would set up both versions' subqueries on every run.
-  const row = await db.batched<{ revision: number; body: string }>(version === 1 ? ORDER_JSON : ORDER_JSON_V2, [
-    id,
-    ownerLimit(principal),
-  ]);
+  const row = await db.batched(version === 1 ? ORDER_JSON : ORDER_JSON_V2, [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row;
 }
 
 /** The revision of order `id` as `principal` may see it (one primary-key lookup); 404 like `getOrder`. */
 export async function getOrderRevision(db: Db, id: number, principal: Principal): Promise<number> {
-  const row = await db.batched<{ revision: number }>(ORDER_REVISION, [id, ownerLimit(principal)]);
+  const row = await db.batched(ORDER_REVISION, [id, ownerLimit(principal)]);
   if (row === undefined) throw notFound(id);
   return row.revision;
 }
@@ -63,9 +60,13 @@ export async function getOrderRevision(db: Db, id: number, principal: Principal)
  * The reads of one order, each gathered with the same read of other requests in one turn (src/db/batch.ts). The
  * JSON's batches of 16 or more go out in halves, two backends building them (docs/record/performance.md: GET 1.10 x).
  */
-const ORDER_JSON: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch', halvesFrom: 16 };
-const ORDER_JSON_V2: BatchedRead = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch', halvesFrom: 16 };
-const ORDER_REVISION: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
+const ORDER_JSON: BatchedRead<'GetOrderJson'> = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch', halvesFrom: 16 };
+const ORDER_JSON_V2: BatchedRead<'GetOrderJsonV2'> = {
+  single: 'GetOrderJsonV2',
+  batch: 'GetOrderJsonV2Batch',
+  halvesFrom: 16,
+};
+const ORDER_REVISION: BatchedRead<'GetOrderRevision'> = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
 
 /** PostgreSQL: numeric value out of range (a total past numeric(12,2)). */
 const NUMERIC_OUT_OF_RANGE = '22003';
@@ -78,7 +79,7 @@ const totalTooLarge = (): DomainError =>
   invalidAt({ pointer: '/items', detail: 'make the order total exceed 9999999999.99' });
 
 async function requireUser(db: Db, userId: number): Promise<void> {
-  if ((await db.one('GetUser', [userId])) === undefined) throw unknownUser(userId);
+  if ((await db.opt('GetUser', [userId])) === undefined) throw unknownUser(userId);
 }
 
 /** Runs `write`, turning a total past numeric(12,2) into a 422 rather than a 500. */
@@ -91,14 +92,6 @@ async function guardTotal<T>(write: () => Promise<T>): Promise<T> {
     }
     throw error;
   }
-}
-
-interface CreateResult {
-  /** The new order's id; `null` when a rule refused it and nothing was written. */
-  id: number | null;
-  customer_known: boolean;
-  /** Each item's product's currency, `null` for an unknown product, in the items' order. */
-  currencies: (string | null)[];
 }
 
 /**
@@ -118,18 +111,19 @@ export async function createOrder(
   checkCustomer: boolean,
 ): Promise<StoredOrder> {
   return db.begin(async (db) => {
-    const created = (await db.one<CreateResult>('CreateOrder', [
+    const created = await db.one('CreateOrder', [
       customerId,
       checkCustomer,
       items.map((i) => String(i.productId)),
       items.map((i) => String(i.qty)),
-    ])) as CreateResult;
+    ]);
     if (created.id === null) {
       if (!created.customer_known) throw unknownUser(customerId);
-      currencyOfItems(items, created.currencies);
+      // A JSON array of each item's currency, NULL for an unknown product (see CreateOrder).
+      currencyOfItems(items, created.currencies as (string | null)[]);
       throw totalTooLarge();
     }
-    return (await db.one<StoredOrder>('RecordOrderCreated', [created.id])) as StoredOrder;
+    return await db.one('RecordOrderCreated', [created.id]);
   });
 }
 
@@ -146,16 +140,8 @@ export interface OrderChanges {
   readonly items?: readonly Item[];
 }
 
-interface LockedOrder {
-  id: number;
-  customer_id: number;
-  status: Status;
-  currency: string;
-  revision: number;
-}
-
 /** Same products with the same quantities, in whatever order. */
-function sameItems(current: OrderRow['items'], wanted: readonly Item[]): boolean {
+function sameItems(current: readonly ItemJson[], wanted: readonly Item[]): boolean {
   if (current.length !== wanted.length) return false;
   const qty = new Map(current.map((i) => [i.productId, i.qty]));
   return wanted.every((i) => qty.get(i.productId) === i.qty);
@@ -174,10 +160,10 @@ export async function updateOrder(
   precondition?: Precondition,
 ): Promise<StoredOrder> {
   return db.begin(async (db) => {
-    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
+    const locked = await db.opt('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
     precondition?.(locked);
-    const current = (await db.one<StoredOrder>('GetOrder', [id, null])) as StoredOrder;
+    const current = await db.one('GetOrder', [id, null]);
 
     const customerId = changes.customerId ?? locked.customer_id;
     const customerChanged = customerId !== locked.customer_id;
@@ -193,7 +179,7 @@ export async function updateOrder(
       throw new DomainError(transition.problem, transition.detail);
     }
 
-    const itemsChanged = changes.items !== undefined && !sameItems(current.items, changes.items);
+    const itemsChanged = changes.items !== undefined && !sameItems(itemsOf(current), changes.items);
     if (itemsChanged && locked.status !== 'pending') {
       throw new DomainError(
         'order-not-editable',
@@ -210,7 +196,7 @@ export async function updateOrder(
     }
     await guardTotal(() => db.exec('UpdateOrder', [id, customerId, status, currency, itemsChanged]));
     // The triggers of 0008 have moved the revision: the response's tag is the new state's.
-    const row = (await db.one<StoredOrder>('GetOrder', [id, null])) as StoredOrder;
+    const row = await db.one('GetOrder', [id, null]);
     const representation = orderRepresentation(row, 2);
     if (customerChanged || itemsChanged) await recordEvent(db, 'order.updated', row.customer_id, representation);
     if (status !== locked.status)
@@ -231,11 +217,11 @@ export async function deleteOrder(
   precondition?: Precondition,
 ): Promise<void> {
   await db.begin(async (db) => {
-    const locked = await db.one<LockedOrder>('LockOrder', [id, ownerLimit(principal)]);
+    const locked = await db.opt('LockOrder', [id, ownerLimit(principal)]);
     if (locked === undefined) throw notFound(id);
     precondition?.(locked);
-    const current = (await db.one<OrderRow>('GetOrder', [id, null])) as OrderRow;
-    if ((await db.one<{ has: boolean }>('OrderHasPayments', [id]))?.has) {
+    const current = await db.one('GetOrder', [id, null]);
+    if ((await db.one('OrderHasPayments', [id])).has) {
       throw new DomainError(
         'order-has-payments',
         `Order ${id} has a payment and cannot be deleted; cancel it instead.`,

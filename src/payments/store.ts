@@ -8,7 +8,7 @@ import type { Principal } from '../auth/authenticator.ts';
 import { ownerLimit } from '../auth/ownership.ts';
 import type { Db } from '../db/database.ts';
 import { DomainError, invalidAt } from '../base/domain-error.ts';
-import { orderRepresentation, type OrderRow } from '../orders/representation.ts';
+import { orderRepresentation } from '../orders/representation.ts';
 import { recordEvent } from '../outbox/outbox.ts';
 import { comparable, type PaymentInput } from './rules.ts';
 import { paymentRepresentation, type PaymentRow } from './representation.ts';
@@ -20,10 +20,7 @@ import { paymentRepresentation, type PaymentRow } from './representation.ts';
  */
 export async function recordPayment(db: Db, principal: Principal, payment: PaymentInput): Promise<PaymentRow> {
   return db.begin(async (db) => {
-    const order = await db.one<{ id: number; status: string; currency: string; total: string }>('LockOrderForPayment', [
-      payment.orderId,
-      ownerLimit(principal),
-    ]);
+    const order = await db.opt('LockOrderForPayment', [payment.orderId, ownerLimit(principal)]);
     // Another customer's order is as missing as an unknown one (contract §6).
     if (order === undefined) throw invalidAt({ pointer: '/orderId', detail: `there is no order ${payment.orderId}` });
     if (order.status !== 'pending') {
@@ -36,13 +33,13 @@ export async function recordPayment(db: Db, principal: Principal, payment: Payme
     if (payment.currency !== order.currency)
       errors.push({ pointer: payment.pointers.currency, detail: `must be the order's currency, ${order.currency}` });
     const equal = comparable(payment.amount)
-      ? (await db.one<{ equal: boolean }>('AmountEqualsTotal', [payment.amount, order.total]))?.equal
+      ? (await db.one('AmountEqualsTotal', [payment.amount, order.total])).equal
       : false;
     if (!equal) errors.push({ pointer: payment.pointers.amount, detail: `must equal the order total, ${order.total}` });
     if (errors.length > 0) throw new DomainError('validation', errors);
-    const inserted = (await db.one<PaymentRow>('InsertPayment', [order.id, order.total, order.currency])) as PaymentRow;
+    const inserted = await db.one('InsertPayment', [order.id, order.total, order.currency]);
     await db.exec('MarkOrderPaid', [order.id]);
-    const paid = (await db.one<OrderRow>('GetOrder', [order.id, null])) as OrderRow;
+    const paid = await db.one('GetOrder', [order.id, null]);
     await recordEvent(db, 'payment.succeeded', paid.customer_id, paymentRepresentation(inserted, 2));
     await recordEvent(db, 'order.status_changed', paid.customer_id, {
       from: 'pending',
@@ -55,7 +52,7 @@ export async function recordPayment(db: Db, principal: Principal, payment: Payme
 
 /** Payment `id` as `principal` may see it; 404 for another customer's, as for a missing one. */
 export async function getPayment(db: Db, id: number, principal: Principal): Promise<PaymentRow> {
-  const row = await db.one<PaymentRow>('GetPayment', [id, ownerLimit(principal)]);
+  const row = await db.opt('GetPayment', [id, ownerLimit(principal)]);
   if (row === undefined) throw new DomainError('not-found', `There is no payment ${id}.`);
   return row;
 }

@@ -7,7 +7,7 @@
  * `{data, meta}` and the RFC 8288 `Link` header, whose `next` is a cursor.
  */
 import type { CursorKeys } from '../db/keys.ts';
-import { fetchPage, type PageSql } from '../db/page.ts';
+import { fetchPage, type ListOf, type PageSql } from '../db/page.ts';
 import type { Version } from '../http/negotiation.ts';
 import type { Handler, RequestContext } from './context.ts';
 import { jsonResponse } from '../http/json.ts';
@@ -93,8 +93,12 @@ export interface Collection<Row, K extends string, F extends Record<string, unkn
    * query's filters and the principal's limits as fixed conditions, and the
    * fixed column of each sort key. It may refuse (a customer without `orderId`).
    */
-  readonly sql: (ctx: RequestContext, query: ListQuery<K, F>, before: A) => PageSql | Promise<PageSql>;
-  /** A row as the request's version represents it. */
+  readonly sql: (
+    ctx: RequestContext,
+    query: ListQuery<K, F>,
+    before: A,
+  ) => PageSql<ListOf<Row>> | Promise<PageSql<ListOf<Row>>>;
+  /** A row as the request's version represents it: the page statement's rows must have what it reads. */
   readonly represent: (row: Row, version: Version) => unknown;
 }
 
@@ -110,7 +114,7 @@ export function collectionHandler<Row, K extends string, F extends Record<string
     const sql = await collection.sql(ctx, query, before);
     const order = sortOrder(query.sort).map((k) => ({ ...k, type: collection.list.keyTypes[k.key] }));
     const position = query.after === undefined ? { page: query.page } : { after: query.after };
-    const { rows, total, next } = await fetchPage<Row>(ctx.db, sql, { pageSize: query.pageSize, order, ...position });
+    const { rows, total, next } = await fetchPage(ctx.db, sql, { pageSize: query.pageSize, order, ...position });
     const cursor =
       next === undefined
         ? undefined

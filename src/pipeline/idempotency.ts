@@ -13,7 +13,7 @@
  * effect and the stored result commit together or not at all.
  */
 import type { Principal } from '../auth/authenticator.ts';
-import type { Db } from '../db/database.ts';
+import type { Db, RowOf } from '../db/database.ts';
 import { HttpError, problemResponse } from '../http/problem.ts';
 import { refusalOf } from '../http/domain-problem.ts';
 import { isStored, STORED_HEADERS } from '../http/idempotency-key.ts';
@@ -32,11 +32,21 @@ interface StoredRow {
   fingerprint: string;
   status: number;
   headers: Record<string, string>;
-  body: Buffer;
+  body: Uint8Array;
 }
 
 /** ClaimIdempotencyKey's one row: the lock, and the stored result or, without one, NULLs. */
 export type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
+
+/**
+ * The claim of a row of ClaimIdempotencyKey or CreateOrderKeyed: a stored result when it has one (its columns are
+ * NULL together), its headers being the JSON object the result was stored with.
+ */
+export function claimOf(row: RowOf<'ClaimIdempotencyKey'>): ClaimRow {
+  const { locked, fingerprint, status, headers, body } = row;
+  if (fingerprint === null || status === null || body === null) return { locked, fingerprint: null };
+  return { locked, fingerprint, status, headers: headers as Record<string, string>, body };
+}
 
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
@@ -58,7 +68,7 @@ export async function runIdempotent(
     // One statement: the lock is tried, then the result read with a snapshot
     // taken after the try, so a first request that committed before the lock
     // came free is always seen (sql/migrations/0009_idempotency_claim.sql).
-    const claim = (await tx.one<ClaimRow>('ClaimIdempotencyKey', [principal.userId, key])) as ClaimRow;
+    const claim = claimOf(await tx.one('ClaimIdempotencyKey', [principal.userId, key]));
     const earlier = answerClaimed(claim, request);
     if (earlier !== undefined) return earlier;
     let response: Response;

@@ -105,10 +105,7 @@ export async function openReplica(options: ReplicaOptions): Promise<Replica> {
   const poll = async () => {
     try {
       const [current, replica] = await withDeadline(
-        Promise.all([
-          primary.one<{ lsn: string }>('CurrentWalPosition'),
-          db.one<{ recovery: boolean; replayed: string | null }>('ReplicaPosition'),
-        ]),
+        Promise.all([primary.one('CurrentWalPosition'), db.one('ReplicaPosition')]),
         REPLICA_POLL_TIMEOUT_MS,
       );
       const now = performance.now();

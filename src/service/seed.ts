@@ -27,8 +27,8 @@ export interface DemoTokens {
 
 /** Creates one admin token (every scope) and one customer token for the demo users. */
 export async function createDemoTokens(db: Database): Promise<DemoTokens> {
-  const admin = await db.one<{ id: number }>('FindUserByEmail', [DEMO_ADMIN_EMAIL]);
-  const customer = await db.one<{ id: number }>('FindUserByEmail', [DEMO_CUSTOMER_EMAIL]);
+  const admin = await db.opt('FindUserByEmail', [DEMO_ADMIN_EMAIL]);
+  const customer = await db.opt('FindUserByEmail', [DEMO_CUSTOMER_EMAIL]);
   if (admin === undefined || customer === undefined) throw new Error('the demo users are missing: run the seed first');
   return {
     admin: (await createToken(db, admin.id, SCOPES, null)).token,

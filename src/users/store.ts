@@ -16,7 +16,7 @@ export class UserExistsError extends Error {
 export async function createUser(db: Db, user: NewUser): Promise<UserRow> {
   try {
     return await db.begin(async (db) => {
-      const row = (await db.one<UserRow>('InsertUser', [user.email, user.name, user.role])) as UserRow;
+      const row = await db.one('InsertUser', [user.email, user.name, user.role]);
       await recordEvent(db, 'user.created', row.role === 'customer' ? row.id : null, userRepresentation(row));
       return row;
     });
@@ -30,5 +30,5 @@ export async function createUser(db: Db, user: NewUser): Promise<UserRow> {
 
 /** User `id`, or `undefined` when there is none. */
 export async function getUser(db: Db, id: number): Promise<UserRow | undefined> {
-  return db.one<UserRow>('GetUser', [id]);
+  return db.opt('GetUser', [id]);
 }

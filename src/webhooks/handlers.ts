@@ -32,11 +32,7 @@ export async function create(ctx: RequestContext): Promise<Response> {
   if (!target.ok) throw validationError([{ pointer: '/url', detail: target.problem }]);
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   // Stored in normal form (scheme and host lower-case, no stray white space).
-  const row = (await ctx.db.one<EndpointRow>('InsertWebhookEndpoint', [
-    target.href,
-    [...new Set(body.events)],
-    secret,
-  ])) as EndpointRow;
+  const row = await ctx.db.one('InsertWebhookEndpoint', [target.href, [...new Set(body.events)], secret]);
   // The only time the secret leaves the server.
   return jsonResponse({ ...endpointRepresentation(row), secret }, 201, { location: `${ctx.url.pathname}/${row.id}` });
 }
@@ -60,7 +56,7 @@ export const list = collectionHandler({
 
 async function endpointOr404(ctx: RequestContext): Promise<EndpointRow> {
   adminOnly(ctx);
-  const row = await ctx.db.one<EndpointRow>('GetWebhookEndpoint', [ctx.params.id as number]);
+  const row = await ctx.db.opt('GetWebhookEndpoint', [ctx.params.id as number]);
   if (row === undefined)
     throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return row;
@@ -72,7 +68,7 @@ export async function getOne(ctx: RequestContext): Promise<Response> {
 
 export async function remove(ctx: RequestContext): Promise<Response> {
   adminOnly(ctx);
-  const deleted = await ctx.db.one('DeleteWebhookEndpoint', [ctx.params.id as number]);
+  const deleted = await ctx.db.opt('DeleteWebhookEndpoint', [ctx.params.id as number]);
   if (deleted === undefined)
     throw new HttpError(404, 'not-found', { detail: `There is no webhook endpoint ${ctx.params.id}.` });
   return new Response(null, { status: 204 });

@@ -36,8 +36,11 @@ export interface DeliveryRow {
   attempts: number;
   next_attempt_at: Date;
   created_at: Date;
-  attempt_log: { at: string; status: number | null; error: string | null; durationMs: number }[];
+  /** JSON the statement builds (`{at, status, error, durationMs}` per attempt): PostgreSQL describes it as json. */
+  attempt_log: unknown;
 }
+
+type AttemptJson = { at: string; status: number | null; error: string | null; durationMs: number };
 
 /** An endpoint as the API shows it, without its secret (the answer to its creation adds it). */
 export const endpointRepresentation = (row: EndpointRow) => ({
@@ -84,7 +87,7 @@ export function deliveryRepresentation(row: DeliveryRow) {
     attempts: row.attempts,
     nextAttemptAt: row.status === 'pending' ? row.next_attempt_at : null,
     createdAt: row.created_at,
-    attemptLog: row.attempt_log.map((a) => ({ ...a, at: new Date(a.at) })),
+    attemptLog: (row.attempt_log as AttemptJson[]).map((a) => ({ ...a, at: new Date(a.at) })),
   };
 }
 

@@ -17,8 +17,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type { Database } from '../db/database.ts';
-import { eventRepresentation, type EventRow } from '../outbox/outbox.ts';
+import type { Database, RowOf } from '../db/database.ts';
+import { eventRepresentation } from '../outbox/outbox.ts';
 import type { Logger } from '../base/logger.ts';
 import { postJson } from './transport.ts';
 
@@ -47,14 +47,8 @@ export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, 'allowPrivate'> = {
   concurrency: 20,
 };
 
-interface Claimed extends EventRow {
-  id: number;
-  endpoint_id: number;
-  attempts: number;
-  url: string;
-  secret: string;
-  event_id: number;
-}
+/** A delivery claimed, with its endpoint and its event. */
+type Claimed = RowOf<'ClaimDeliveries'>;
 
 /**
  * The `webhook-signature` value (Standard Webhooks): `v1,` and the base64
@@ -120,7 +114,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     // Fenced by the attempt number: if this attempt outlived its lease and
     // another process claimed the delivery since, its result is dropped; and
     // the endpoint's lease is released only if this attempt still holds it.
-    const recorded = await db.one('RecordAttempt', [
+    const recorded = await db.opt('RecordAttempt', [
       delivery.id,
       status,
       error,
@@ -171,7 +165,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     freedWhileClaiming = false;
     let claimed: Claimed[] = [];
     try {
-      claimed = await db.many<Claimed>('ClaimDeliveries', [free, options.leaseSeconds]);
+      claimed = await db.many('ClaimDeliveries', [free, options.leaseSeconds]);
     } catch (error) {
       log.warn('webhook worker could not claim deliveries', { error: String(error) });
     }

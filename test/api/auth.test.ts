@@ -252,10 +252,10 @@ function countingLookups(database: Database): { db: Database; lookups: () => num
     new Proxy(handle, {
       get: (target, key, receiver) => {
         const value = Reflect.get(target, key, receiver);
-        if (key !== 'one') return typeof value === 'function' ? value.bind(target) : value;
-        return (name: string, params?: unknown[]) => {
+        if (key !== 'opt') return typeof value === 'function' ? value.bind(target) : value;
+        return (name: 'FindActiveToken', params: [Uint8Array]) => {
           if (name === 'FindActiveToken') count += 1;
-          return (value as Db['one']).call(target, name, params as never);
+          return (value as Db['opt']).call(target, name, params);
         };
       },
     });

@@ -21,8 +21,7 @@ after(async () => {
 });
 
 /** The keys kept now: the current one first. */
-const keysNow = async () =>
-  (await t.server.db.many<{ key: Uint8Array }>('CursorKeys')).map((row) => new Uint8Array(row.key));
+const keysNow = async () => (await t.server.db.many('CursorKeys')).map((row) => new Uint8Array(row.key));
 
 /** The cursor of the next link of `path`. */
 async function nextCursor(path: string): Promise<string> {

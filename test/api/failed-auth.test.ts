@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Param } from '../../src/db/database.ts';
 import { tokenHash } from '../../src/auth/tokens.ts';
 import { rawRequest } from '../support/http.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
@@ -33,11 +32,11 @@ before(async () => {
   const handle = db.handle.bind(db);
   db.handle = ((scope) => {
     const inner = handle(scope);
-    const one = inner.one.bind(inner);
-    inner.one = (<T>(name: string, params?: readonly Param[]) => {
+    const opt = inner.opt.bind(inner);
+    inner.opt = ((name: 'FindActiveToken', params: [Uint8Array]) => {
       if (name === 'FindActiveToken') lookups += 1;
-      return one<T>(name, params);
-    }) as typeof inner.one;
+      return opt(name, params);
+    }) as typeof inner.opt;
     return inner;
   }) as typeof db.handle;
 });

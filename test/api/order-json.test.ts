@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { orderRepresentation, type OrderRow } from '../../src/orders/representation.ts';
+import { orderRepresentation } from '../../src/orders/representation.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -78,19 +78,17 @@ describe('GetOrderJson and GetOrderJsonV2, alone and batched', () => {
     it(`gives the bytes of representation.ts: ${name}`, async () => {
       const id = await insertOrder(prices, createdAt, updatedAt);
       const db = t.server.db;
-      const row = (await db.one<OrderRow>('GetOrder', [id, null])) as OrderRow;
+      const row = await db.one('GetOrder', [id, null]);
       for (const version of [1, 2] as const) {
         const fromSql = (
-          version === 1
-            ? await db.one<{ body: string }>('GetOrderJson', [id, null])
-            : await db.one<{ body: string }>('GetOrderJsonV2', [id, null])
-        )!.body;
+          version === 1 ? await db.one('GetOrderJson', [id, null]) : await db.one('GetOrderJsonV2', [id, null])
+        ).body;
         assert.equal(fromSql, JSON.stringify(orderRepresentation(row, version)), `version ${version}`);
         // The batched read of the same order (src/db/batch.ts), in its first and a later place: the same bytes.
-        const batched = await db.many<{ n: number; body: string }>(
-          version === 1 ? 'GetOrderJsonBatch' : 'GetOrderJsonV2Batch',
-          [`{${id},${id}}`, '{NULL,NULL}'],
-        );
+        const batched = await db.many(version === 1 ? 'GetOrderJsonBatch' : 'GetOrderJsonV2Batch', [
+          [id, id],
+          [null, null],
+        ]);
         assert.deepEqual(
           batched.map((r) => [r.n, r.body]),
           [

@@ -623,7 +623,7 @@ describe('replica reads', () => {
   /** Where a statement on `source` runs. */
   const runsOn = async (source: { handle(scope: never): Db } | undefined) => {
     ran.length = 0;
-    await source?.handle(undefined as never).one('GetOrderJson');
+    await source?.handle(undefined as never).one('GetOrderJson', [1, null]);
     return ran.join();
   };
 
@@ -688,9 +688,9 @@ describe('fallingBack()', () => {
       },
       (e) => failures.push(e),
     );
-    assert.equal(await db.one('A'), 'primary');
-    assert.equal(await db.one('B'), 'primary');
-    assert.deepEqual([ran, failures, primaries], [['replica:A', 'primary:A', 'primary:B'], [down], 1]);
+    assert.equal(await db.one('Ping'), 'primary');
+    assert.equal(await db.one('Readiness'), 'primary');
+    assert.deepEqual([ran, failures, primaries], [['replica:Ping', 'primary:Ping', 'primary:Readiness'], [down], 1]);
   });
 
   it('lets any other error of the replica through, and stays on it', async () => {
@@ -701,7 +701,7 @@ describe('fallingBack()', () => {
       () => assert.fail('no primary'),
       () => assert.fail('not a failure'),
     );
-    await assert.rejects(db.one('A'), wrong);
+    await assert.rejects(db.one('Ping'), wrong);
   });
 });
 

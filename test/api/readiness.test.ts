@@ -143,7 +143,7 @@ describe('a DATABASE_READ_URL that reaches a primary (contract §17: after a fai
         key === 'one'
           ? (name: string, params?: readonly Param[]) => {
               if (name === 'CurrentWalPosition') polls += 1;
-              return target.one(name, params);
+              return target.one(name as 'CurrentWalPosition', params as []);
             }
           : Reflect.get(target, key, receiver),
     });

@@ -19,7 +19,7 @@ import { bearer, startTestServer, type Account, type TestServer } from '../suppo
 import { until } from '../support/tools.ts';
 
 const READ: BatchedRead = { single: 'One', batch: 'Many' };
-const JSON_READ: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
+const JSON_READ: BatchedRead<'GetOrderJson'> = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
 type Row = Record<string, unknown>;
 
 /** A runner that records each call and answers the batch with a row per member whose first parameter is even. */
@@ -262,9 +262,9 @@ describe('the order reads of one turn, on the database', () => {
   const ids: number[] = [];
   let bobs = 0;
   const NAMES = new Map([...loadStatements(QUERIES_DIR).values()].map((s) => [s.text, s.name]));
-  const JSON_V1: BatchedRead = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
-  const JSON_V2: BatchedRead = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch' };
-  const REVISION: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
+  const JSON_V1: BatchedRead<'GetOrderJson'> = { single: 'GetOrderJson', batch: 'GetOrderJsonBatch' };
+  const JSON_V2: BatchedRead<'GetOrderJsonV2'> = { single: 'GetOrderJsonV2', batch: 'GetOrderJsonV2Batch' };
+  const REVISION: BatchedRead<'GetOrderRevision'> = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
 
   before(async () => {
     t = await startTestServer();
@@ -326,11 +326,11 @@ describe('the order reads of one turn, on the database', () => {
     for (const read of [JSON_V1, JSON_V2, REVISION]) {
       const handles = asks.map(() => t.server.db.handle(new RequestScope()));
       const { value: together, sent } = await sentDuring(() =>
-        Promise.all(asks.map((params, i) => (handles[i] as Db).batched<Row>(read, params))),
+        Promise.all(asks.map((params, i) => (handles[i] as Db).batched(read, params))),
       );
       assert.deepEqual(sent, [read.batch], read.batch);
       const alone: (Row | undefined)[] = [];
-      for (const params of asks) alone.push(await t.server.db.one<Row>(read.single, params));
+      for (const params of asks) alone.push(await t.server.db.opt(read.single, params));
       assert.deepEqual(
         together.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
         alone.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
@@ -342,17 +342,17 @@ describe('the order reads of one turn, on the database', () => {
   });
 
   it('reads a batch of 16 or more of a read with halvesFrom in two statements, each member its row', async () => {
-    const halved: BatchedRead = { ...JSON_V1, halvesFrom: 16 };
+    const halved: BatchedRead<'GetOrderJson'> = { ...JSON_V1, halvesFrom: 16 };
     const asks = Array.from({ length: 20 }, (_, i): [number, number | null] => [
       ids[i % 4] as number,
       i % 5 === 0 ? alice.id : null,
     ]);
     const { value: together, sent } = await sentDuring(() =>
-      Promise.all(asks.map((params) => t.server.db.handle(new RequestScope()).batched<Row>(halved, params))),
+      Promise.all(asks.map((params) => t.server.db.handle(new RequestScope()).batched(halved, params))),
     );
     assert.deepEqual(sent, ['GetOrderJsonBatch', 'GetOrderJsonBatch']);
     const alone: (Row | undefined)[] = [];
-    for (const params of asks) alone.push(await t.server.db.one<Row>(JSON_V1.single, params));
+    for (const params of asks) alone.push(await t.server.db.opt(JSON_V1.single, params));
     assert.deepEqual(
       together.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
       alone.map((row) => (row === undefined ? undefined : { ...row, n: undefined })),
@@ -363,13 +363,13 @@ describe('the order reads of one turn, on the database', () => {
 
   it('runs a read alone with its single statement, and a read in a transaction there', async () => {
     const { value: row, sent } = await sentDuring(() =>
-      t.server.db.handle(new RequestScope()).batched<Row>(JSON_V1, [ids[0] as number, alice.id]),
+      t.server.db.handle(new RequestScope()).batched(JSON_V1, [ids[0] as number, alice.id]),
     );
     assert.deepEqual(sent, ['GetOrderJson']);
-    assert.deepEqual(row, await t.server.db.one<Row>('GetOrderJson', [ids[0] as number, alice.id]));
+    assert.deepEqual(row, await t.server.db.opt('GetOrderJson', [ids[0] as number, alice.id]));
     const inTransaction = await sentDuring(() =>
       t.server.db.begin((tx) =>
-        Promise.all([tx.batched<Row>(REVISION, [ids[0] as number, null]), tx.batched<Row>(REVISION, [bobs, null])]),
+        Promise.all([tx.batched(REVISION, [ids[0] as number, null]), tx.batched(REVISION, [bobs, null])]),
       ),
     );
     assert.deepEqual(inTransaction.sent, ['GetOrderRevision', 'GetOrderRevision']);
@@ -465,10 +465,10 @@ describe('a batch statement on the database', {
   });
 
   it(`keeps its generic plan after five runs, even in batches of 2 (padded to ${LEAST_WIDTH} places)`, async () => {
-    const read: BatchedRead = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
+    const read: BatchedRead<'GetOrderRevision'> = { single: 'GetOrderRevision', batch: 'GetOrderRevisionBatch' };
     for (let run = 0; run < 8; run += 1) {
       const rows = await Promise.all(
-        [run + 1, 999_999_999].map((id) => t.server.db.handle(new RequestScope()).batched<Row>(read, [id, null])),
+        [run + 1, 999_999_999].map((id) => t.server.db.handle(new RequestScope()).batched(read, [id, null])),
       );
       assert.equal(rows[1], undefined);
     }
@@ -516,7 +516,7 @@ describe('a connection lost under a batch', {
     // The batch is sent into a link that stops answering, then the link is cut.
     proxy.blackhole();
     const reads = [null, admin.id, null].map((owner) =>
-      outcome(t.server.db.handle(new RequestScope()).batched<Row>(JSON_READ, [id, owner])),
+      outcome(t.server.db.handle(new RequestScope()).batched(JSON_READ, [id, owner])),
     );
     await until(
       async () => t.server.db.pool.inUse > 0,

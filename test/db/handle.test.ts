@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, TransactionOpenError, type Database, type Db, type Tx } from '../../src/db/database.ts';
 import { StatementError } from '../../src/db/statements.ts';
+import type { LooseDb } from '../support/db-faults.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createTestDatabase, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
 
@@ -33,19 +34,11 @@ after(async () => {
   await database?.drop();
 });
 
-interface UserRow {
-  id: number;
-  email: string;
-  name: string;
-  role: string;
-}
-
 /** An e-mail address no other test uses. */
 const email = (label: string) => `${label}-${randomBytes(4).toString('hex')}@db-handle.test`;
-const insertUser = async (on: Db, address: string) =>
-  (await on.one<UserRow>('InsertUser', [address, 'Handle Test', 'customer'])) as UserRow;
+const insertUser = async (on: Db, address: string) => await on.one('InsertUser', [address, 'Handle Test', 'customer']);
 /** Whether a user with this e-mail is committed, read on the pool. */
-const exists = async (address: string) => (await db.one<UserRow>('FindUserByEmail', [address])) !== undefined;
+const exists = async (address: string) => (await db.opt('FindUserByEmail', [address])) !== undefined;
 
 const openError = (statement: string) => (error: unknown) => {
   assert.ok(error instanceof TransactionOpenError, `not a TransactionOpenError: ${String(error)}`);
@@ -53,6 +46,9 @@ const openError = (statement: string) => (error: unknown) => {
   assert.match(error.message, new RegExp(`^${statement} ran on a handle whose transaction is open`));
   return true;
 };
+/** The pool as a test of the run-time checks sees it: any name, any method (the types refuse these calls). */
+const loose = () => db as unknown as LooseDb;
+
 const shapeError = (message: string) => (error: unknown) => {
   assert.ok(error instanceof StatementError, `not a StatementError: ${String(error)}`);
   assert.equal(error.message, message);
@@ -74,13 +70,13 @@ describe('a handle from db.handle()', () => {
         openError('a transaction'),
       );
       // The transaction's own handle works meanwhile and sees its uncommitted row.
-      assert.equal((await tx.one<UserRow>('FindUserByEmail', [address]))?.email, address);
+      assert.equal((await tx.opt('FindUserByEmail', [address]))?.email, address);
       return 'done';
     });
     assert.equal(result, 'done');
     assert.equal(await exists(address), true);
     assert.deepEqual(await handle.one('Ping'), { ok: 1 });
-    assert.equal((await handle.one<UserRow>('FindUserByEmail', [address]))?.email, address);
+    assert.equal((await handle.opt('FindUserByEmail', [address]))?.email, address);
   });
 
   it('rolls the transaction back when the TransactionOpenError propagates out of work; then works again', async () => {
@@ -123,15 +119,15 @@ describe('savepoint() and begin() on a transaction handle', () => {
       await assert.rejects(
         tx.savepoint(async (sp) => {
           await insertUser(sp, failed);
-          assert.equal((await sp.one<UserRow>('FindUserByEmail', [failed]))?.email, failed);
+          assert.equal((await sp.opt('FindUserByEmail', [failed]))?.email, failed);
           // The outer transaction's handle is refused while its savepoint is open.
           await assert.rejects(tx.one('Ping'), openError('Ping'));
           throw INNER;
         }),
         (error) => error === INNER,
       );
-      assert.equal(await tx.one('FindUserByEmail', [failed]), undefined);
-      assert.equal((await tx.one<UserRow>('FindUserByEmail', [outer]))?.email, outer);
+      assert.equal(await tx.opt('FindUserByEmail', [failed]), undefined);
+      assert.equal((await tx.opt('FindUserByEmail', [outer]))?.email, outer);
       // A savepoint whose work resolves is released into the outer transaction.
       const inner = await tx.savepoint((sp) => insertUser(sp, kept));
       await insertUser(tx, later);
@@ -147,7 +143,7 @@ describe('savepoint() and begin() on a transaction handle', () => {
       },
       { outer: true, failed: false, kept: true, later: true },
     );
-    assert.equal((await db.one<UserRow>('GetUser', [inserted.id]))?.email, kept);
+    assert.equal((await db.one('GetUser', [inserted.id])).email, kept);
   });
 
   it('a released savepoint is still rolled back with its outer transaction', async () => {
@@ -173,7 +169,7 @@ describe('savepoint() and begin() on a transaction handle', () => {
         await tx.begin(async (joined) => {
           await insertUser(joined, inner);
           // Both rows are in the one transaction already.
-          assert.equal((await joined.one<UserRow>('FindUserByEmail', [outer]))?.email, outer);
+          assert.equal((await joined.opt('FindUserByEmail', [outer]))?.email, outer);
           await assert.rejects(tx.one('Ping'), openError('Ping'));
           throw INNER;
         });
@@ -224,23 +220,23 @@ describe('a transaction whose statement failed (contract §17: an acknowledged w
 describe('the declared result shape', () => {
   it('refuses a :many statement run through one()', async () => {
     await assert.rejects(
-      db.one('ListDemoUsers'),
+      loose().one('ListDemoUsers'),
       shapeError('ListDemoUsers is declared :many in users.sql but was run as :one'),
     );
   });
 
   it('refuses an :exec statement run through many()', async () => {
     await assert.rejects(
-      db.many('PurgeIdempotencyKeys'),
+      loose().many('PurgeIdempotencyKeys'),
       shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'),
     );
   });
 
   it('refuses a :one statement run through exec(), before running it', async () => {
-    await assert.rejects(db.exec('Ping'), shapeError('Ping is declared :one in health.sql but was run as :exec'));
+    await assert.rejects(loose().exec('Ping'), shapeError('Ping is declared :one in health.sql but was run as :exec'));
     const address = email('never');
     await assert.rejects(
-      db.exec('InsertUser', [address, 'Never', 'customer']),
+      loose().exec('InsertUser', [address, 'Never', 'customer']),
       shapeError('InsertUser is declared :one in users.sql but was run as :exec'),
     );
     assert.equal(await exists(address), false);
@@ -248,27 +244,43 @@ describe('the declared result shape', () => {
 
   it('refuses an :exec statement run through composed()', async () => {
     await assert.rejects(
-      db.composed('PurgeIdempotencyKeys', {}),
+      loose().composed('PurgeIdempotencyKeys', {}),
       shapeError('PurgeIdempotencyKeys is declared :exec in idempotency.sql but was run as :many'),
     );
   });
 
   it('refuses a statement name that no .sql file declares, on the pool and in a transaction', async () => {
     const unknown = shapeError('no SQL statement named NoSuchStatement in sql/queries/');
-    await assert.rejects(db.one('NoSuchStatement'), unknown);
-    await assert.rejects(db.many('NoSuchStatement'), unknown);
-    await assert.rejects(db.exec('NoSuchStatement'), unknown);
+    await assert.rejects(loose().one('NoSuchStatement'), unknown);
+    await assert.rejects(loose().many('NoSuchStatement'), unknown);
+    await assert.rejects(loose().exec('NoSuchStatement'), unknown);
     await assert.rejects(
-      db.begin((tx) => tx.one('NoSuchStatement')),
+      db.begin((tx) => (tx as unknown as LooseDb).one('NoSuchStatement')),
       unknown,
     );
+  });
+
+  it('refuses a :one statement run through opt(): it always has its row', async () => {
+    await assert.rejects(loose().opt('Ping'), shapeError('Ping is declared :one in health.sql but was run as :opt'));
+  });
+
+  it("gives an :opt statement's missing row as undefined through opt(), and as an error through one()", async () => {
+    assert.equal(await db.opt('GetUser', [999_999_999]), undefined);
+    await assert.rejects(
+      db.one('GetUser', [999_999_999]),
+      shapeError('GetUser returned no row where one must be (:opt, run with one())'),
+    );
+    const address = email('found');
+    const user = await insertUser(db, address);
+    assert.deepEqual(await db.one('GetUser', [user.id]), await db.opt('GetUser', [user.id]));
+    assert.equal((await db.one('GetUser', [user.id])).email, address);
   });
 
   it('runs each shape through its own method', async () => {
     assert.deepEqual(await db.one('Ping'), { ok: 1 });
     assert.ok(Array.isArray(await db.many('ListDemoUsers')));
     assert.equal(typeof (await db.exec('PurgeIdempotencyKeys')), 'number');
-    const [count, ...rest] = await db.composed<{ total_count: number }>('CountUsers', { where: 'true' });
+    const [count, ...rest] = await db.composed('CountUsers', { where: 'true' });
     assert.deepEqual(rest, []);
     assert.equal(count?.total_count, (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM users`)[0]?.n);
   });

@@ -34,11 +34,11 @@ interface Claim {
   locked: boolean;
   fingerprint: string | null;
   status: number | null;
-  headers: Record<string, string> | null;
-  body: Buffer | null;
+  headers: unknown;
+  body: Uint8Array | null;
 }
 
-const claim = async (key: string, on: Db) => (await on.one<Claim>('ClaimIdempotencyKey', [alice.id, key])) as Claim;
+const claim = async (key: string, on: Db): Promise<Claim> => await on.one('ClaimIdempotencyKey', [alice.id, key]);
 const store = (key: string, on: Db) =>
   on.exec('StoreIdempotencyKey', [
     alice.id,

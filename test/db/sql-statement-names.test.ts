@@ -12,7 +12,7 @@ import { loadStatements } from '../../src/db/statements.ts';
 import { isStringLiteral, skipTypeArguments, tokenize, type Token } from '../support/import-graph.ts';
 
 /** Methods of the database handle whose first argument is a statement's name (`db.one<Row>('GetOrder', …)`). */
-const STATEMENT_METHODS = new Set(['one', 'many', 'exec', 'composed', 'page', 'statement']);
+const STATEMENT_METHODS = new Set(['one', 'opt', 'many', 'exec', 'composed', 'page', 'statement']);
 /** Functions every top-level string literal argument of which names a statement (`fetchPage(db, 'A', 'B', …)`). */
 const STATEMENT_FUNCTIONS = new Set(['fetchPage']);
 /** Properties whose string literal values, or union of them, name statements (`list: 'A' | 'B'`; a batched read's). */

@@ -9,8 +9,8 @@ describe('parseStatements()', () => {
       '-- a file comment\n\n-- name: GetA :one reads\n-- why\nSELECT 1;\n\n' +
       '-- name: PutB :many writes\nINSERT 2\nINTO b;\n';
     assert.deepEqual(parseStatements(source, 'x.sql'), [
-      { name: 'GetA', shape: 'one', text: '-- why\nSELECT 1', file: 'x.sql', writes: false },
-      { name: 'PutB', shape: 'many', text: 'INSERT 2\nINTO b', file: 'x.sql', writes: true },
+      { name: 'GetA', shape: 'one', text: '-- why\nSELECT 1', file: 'x.sql', writes: false, params: [], notNull: [] },
+      { name: 'PutB', shape: 'many', text: 'INSERT 2\nINTO b', file: 'x.sql', writes: true, params: [], notNull: [] },
     ]);
   });
 
@@ -26,7 +26,42 @@ describe('parseStatements()', () => {
         () => parseStatements(`${header}\nSELECT 1;`, 'x.sql'),
         (error: Error) =>
           error instanceof StatementError &&
-          error.message === `x.sql: "${header}" must be "-- name: Name :one|:many|:exec reads|writes"`,
+          error.message === `x.sql: "${header}" must be "-- name: Name :one|:opt|:many|:exec reads|writes"`,
+      );
+    }
+  });
+
+  it('names the parameters in order, over several lines, and the computed columns never NULL', () => {
+    const [found] = parseStatements(
+      '-- name: FindX :opt reads\n-- params: id,\n-- params: owner?\n-- not null: total, sort_key\nSELECT 1;',
+      'x.sql',
+    );
+    assert.deepEqual(
+      [found?.shape, found?.params, found?.notNull, found?.text],
+      [
+        'opt',
+        [
+          { name: 'id', nullable: false },
+          { name: 'owner', nullable: true },
+        ],
+        ['total', 'sort_key'],
+        'SELECT 1',
+      ],
+    );
+  });
+
+  it('refuses a parameter or column name it cannot take', () => {
+    for (const line of [
+      '-- params: Id',
+      '-- params: id,, owner',
+      '-- params: a-b',
+      '-- not null: Total',
+      '-- not null: ',
+    ]) {
+      assert.throws(
+        () => parseStatements(`-- name: A :one reads\n${line}\nSELECT 1;`, 'x.sql'),
+        (error: Error) => error.message === `x.sql: "${line.trim()}" lists a name it cannot take`,
+        line,
       );
     }
   });

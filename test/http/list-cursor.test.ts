@@ -12,7 +12,7 @@ import { maxPage, parseListQuery, type ListSpec } from '../../src/http/list-quer
 import { decodeCursor, encodeCursor } from '../../src/http/cursor.ts';
 import { cursorPayload } from '../support/cursor.ts';
 import { sortOrder, type KeyType } from '../../src/http/sort-order.ts';
-import { pageStatement } from '../../src/db/page.ts';
+import { pageStatement, type PageSql } from '../../src/db/page.ts';
 import { keyset, sortKey, type OrderKey } from '../../src/db/sort-sql.ts';
 
 type Key = 'id' | 'status' | 'createdAt' | 'total';
@@ -499,22 +499,25 @@ describe('pageStatement()', () => {
   const columns = { id: 'o.id', status: 'o.status' };
   const byId: OrderKey[] = [{ key: 'id', descending: false, type: 'bigint' }];
   it('a page by number: the keyset TRUE, one row more than the page, and its OFFSET', () => {
-    assert.deepEqual(pageStatement({ list: 'L', count: 'C', columns }, { pageSize: 20, order: byId, page: 3 }), {
-      fragments: {
-        where: 'TRUE',
-        after: 'TRUE',
-        orderBy: 'o.id ASC',
-        sortKey: 'json_build_array(o.id::text)',
-        limit: '$1',
-        offset: '$2::bigint',
+    assert.deepEqual(
+      pageStatement({ list: 'ListOrders', count: 'CountOrders', columns }, { pageSize: 20, order: byId, page: 3 }),
+      {
+        fragments: {
+          where: 'TRUE',
+          after: 'TRUE',
+          orderBy: 'o.id ASC',
+          sortKey: 'json_build_array(o.id::text)',
+          limit: '$1',
+          offset: '$2::bigint',
+        },
+        params: [21, '40'],
       },
-      params: [21, '40'],
-    });
+    );
   });
   it('a cursor page: the keyset after the filters, and no OFFSET', () => {
-    const sql = {
-      list: 'L',
-      count: 'C',
+    const sql: PageSql = {
+      list: 'ListOrdersKeptTotal',
+      count: 'SumOrderCounts',
       columns,
       where: 'o.status = $1',
       params: ['paid'],

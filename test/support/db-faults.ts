@@ -20,6 +20,16 @@ export function afterStatement(name: string, hook: () => Promise<void> | void): 
   };
 }
 
+/** A handle as a test that wraps every statement sees it: names and rows untyped. */
+export interface LooseDb {
+  one(name: string, params?: readonly Param[]): Promise<unknown>;
+  opt(name: string, params?: readonly Param[]): Promise<unknown>;
+  batched(read: BatchedRead, params: readonly BatchParam[]): Promise<unknown>;
+  many(name: string, params?: readonly Param[]): Promise<unknown[]>;
+  exec(name: string, params?: readonly Param[]): Promise<number>;
+  composed(name: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[]): Promise<unknown[]>;
+}
+
 function around<T extends Db>(inner: T, name: string, hook: () => Promise<void> | void): T {
   const after = async <R>(statement: string, result: Promise<R>): Promise<R> => {
     const value = await result;
@@ -27,13 +37,16 @@ function around<T extends Db>(inner: T, name: string, hook: () => Promise<void> 
     return value;
   };
   const wrapped = Object.create(inner) as T & { savepoint?: Tx['savepoint'] };
+  // Any statement by any name: the hook wraps them all, whatever their types.
+  const db = inner as unknown as LooseDb;
   Object.assign(wrapped, {
-    one: (statement: string, params?: readonly Param[]) => after(statement, inner.one(statement, params)),
-    batched: (read: BatchedRead, params: readonly BatchParam[]) => after(read.single, inner.batched(read, params)),
-    many: (statement: string, params?: readonly Param[]) => after(statement, inner.many(statement, params)),
-    exec: (statement: string, params?: readonly Param[]) => after(statement, inner.exec(statement, params)),
+    one: (statement: string, params?: readonly Param[]) => after(statement, db.one(statement, params)),
+    opt: (statement: string, params?: readonly Param[]) => after(statement, db.opt(statement, params)),
+    batched: (read: BatchedRead, params: readonly BatchParam[]) => after(read.single, db.batched(read, params)),
+    many: (statement: string, params?: readonly Param[]) => after(statement, db.many(statement, params)),
+    exec: (statement: string, params?: readonly Param[]) => after(statement, db.exec(statement, params)),
     composed: (statement: string, fragments: Readonly<Record<string, string>>, params?: readonly Param[]) =>
-      after(statement, inner.composed(statement, fragments, params)),
+      after(statement, db.composed(statement, fragments, params)),
     begin: <R>(work: (db: Tx) => Promise<R>) => inner.begin((tx) => work(around(tx, name, hook))),
   });
   if ('savepoint' in inner) {

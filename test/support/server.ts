@@ -88,7 +88,7 @@ export async function startTestServer(
   const standby = runReplica ? postgres(db.readUrl as string, { max: 1, onnotice: () => {} }) : undefined;
   const replayed = async () => {
     if (standby === undefined) return;
-    const lsn = (await server.db.one<{ lsn: string }>('CurrentWalPosition'))?.lsn as string;
+    const lsn = (await server.db.one('CurrentWalPosition')).lsn;
     for (const deadline = Date.now() + 10_000; ; ) {
       const [row] = await standby`SELECT pg_last_wal_replay_lsn() >= ${lsn}::pg_lsn AS done`;
       if (row?.done === true) return;
@@ -127,9 +127,7 @@ export async function startTestServer(
       return { id: row.id, token, tokenId: record.id };
     },
     async cursorKey() {
-      const row = await server.db.one<{ key: Uint8Array }>('ServiceKey', ['cursor']);
-      if (row === undefined) throw new Error('the server keeps no cursor key');
-      return new Uint8Array(row.key);
+      return new Uint8Array((await server.db.one('ServiceKey', ['cursor'])).key);
     },
     async close() {
       await standby?.end();

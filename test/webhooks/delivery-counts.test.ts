@@ -42,17 +42,16 @@ async function kept(): Promise<Counts> {
 }
 
 async function figures(): Promise<{ pending: number; failed: number }> {
-  const row = await db.one<{ deliveries_pending: number; deliveries_failed: number }>('MetricsFigures');
-  return { pending: Number(row?.deliveries_pending), failed: Number(row?.deliveries_failed) };
+  const row = await db.one('MetricsFigures');
+  return { pending: row.deliveries_pending, failed: row.deliveries_failed };
 }
 
 async function endpoint(events: string[]): Promise<number> {
-  const row = await db.one<{ id: number }>('InsertWebhookEndpoint', ['https://hooks.example/x', events, 'whsec_x']);
-  return row?.id as number;
+  return (await db.one('InsertWebhookEndpoint', ['https://hooks.example/x', events, 'whsec_x'])).id;
 }
 
 async function event(type: string): Promise<number> {
-  return db.begin(async (tx) => (await tx.one<{ id: number }>('InsertEvent', [type, null, '{}']))?.id as number);
+  return db.begin(async (tx) => (await tx.one('InsertEvent', [type, null, '{}'])).id);
 }
 
 describe('derived.webhook_delivery_counts (migration 0011)', () => {

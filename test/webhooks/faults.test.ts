@@ -484,7 +484,7 @@ describe('a hung webhook receiver beside a healthy one', () => {
     const db = patient.t.server.db;
     const many = db.many.bind(db);
     db.many = (async (name: string, params?: readonly unknown[]) => {
-      if (name !== 'ClaimDeliveries') return many(name, params as never);
+      if (name !== 'ClaimDeliveries') return many(name as never, params as never);
       const claim: { claimed?: unknown[] } = {};
       claims.push(claim);
       claim.claimed = await many(name, params as never);

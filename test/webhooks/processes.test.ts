@@ -66,9 +66,9 @@ describe('the endpoint lease, statement by statement', () => {
   });
 
   // As the worker calls them: as many as 10, a 60 s lease; a failed attempt, due again at once.
-  const claim = async () => claimed(await db.many<Claimed>('ClaimDeliveries', [10, 60]));
+  const claim = async () => claimed(await db.many('ClaimDeliveries', [10, 60]));
   const record = (delivery: number, attempt: number) =>
-    db.one('RecordAttempt', [delivery, 500, null, 10, 'pending', 0, attempt]);
+    db.opt('RecordAttempt', [delivery, 500, null, 10, 'pending', 0, attempt]);
   const expire = async (delivery?: number) => {
     await db.sql`UPDATE webhook_endpoints SET lease_until = now() - interval '1 second' WHERE id = ${endpointId}`;
     if (delivery !== undefined)
@@ -326,7 +326,7 @@ describe('webhook delivery across processes', {
           WHERE id = ANY (${ids}::bigint[])`;
         await db.sql`UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 second'
           WHERE endpoint_id = ANY (${ids}::bigint[])`;
-        const claims = await Promise.all(pools.map((pool) => pool.many<Claimed>('ClaimDeliveries', [100, 60])));
+        const claims = await Promise.all(pools.map((pool) => pool.many('ClaimDeliveries', [100, 60])));
         // Of these endpoints (a delivery an earlier test left due elsewhere may be claimed too).
         const endpoints = claims
           .flat()

@@ -46,7 +46,7 @@ export function replicaReads(
   /** Records where `userId` wrote: the primary's WAL position, now that the write committed (or did not). */
   async function recordWrite(userId: number, requestId: string): Promise<void> {
     try {
-      const current = await primary.one<{ lsn: string }>('CurrentWalPosition');
+      const current = await primary.one('CurrentWalPosition');
       const lsn = parseLsn(current?.lsn);
       if (lsn !== undefined) await positions.record(userId, lsn);
     } catch (error) {
@@ -102,10 +102,11 @@ export function fallingBack(onReplica: Db, primary: () => Db, failed: (error: un
     }
   }
   return {
-    one: (name, params) => run((db) => db.one(name, params)),
+    one: (name, ...params) => run((db) => db.one(name, ...params)),
+    opt: (name, ...params) => run((db) => db.opt(name, ...params)),
     batched: (read, params) => run((db) => db.batched(read, params)),
-    many: (name, params) => run((db) => db.many(name, params)),
-    exec: (name, params) => run((db) => db.exec(name, params)),
+    many: (name, ...params) => run((db) => db.many(name, ...params)),
+    exec: (name, ...params) => run((db) => db.exec(name, ...params)),
     composed: (name, fragments, params) => run((db) => db.composed(name, fragments, params)),
     begin: <T>(work: (db: Tx) => Promise<T>) => run((db) => db.begin(work)),
     get pool() {
