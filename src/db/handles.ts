@@ -112,12 +112,10 @@ export function handles(
   });
 
   /** What PostgreSQL says became of transaction `xid` (`txid_status()`). */
-  const statusOf = async (xid: number) =>
-    (
-      (
-        await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined })
-      )[0] as unknown as RowOf<'TransactionStatus'>
-    ).status;
+  const statusOf = async (xid: number) => {
+    const [row] = await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined });
+    return (row as unknown as RowOf<'TransactionStatus'>).status;
+  };
 
   /**
    * A transaction on the pool for `place`, tracked in its scope from its wait for a connection to its end. A

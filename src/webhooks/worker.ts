@@ -34,6 +34,8 @@ export interface WorkerOptions {
   /** How many attempts may be in flight at once in this process (never two to one endpoint, in all processes). */
   readonly concurrency: number;
   readonly allowPrivate: boolean;
+  /** Told of each claim: started by the poll, or at once when a slot came free; and the deliveries it took. */
+  readonly observe?: (claim: { readonly trigger: 'poll' | 'freed'; readonly deliveries: readonly number[] }) => void;
 }
 
 /** Standard Webhooks' schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: about 27.6 hours, 8 attempts. */
@@ -160,7 +162,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
    * wake), at most one per endpoint and none for an endpoint whose lease
    * another attempt holds, in this process or another, and starts them.
    */
-  const claim = async (): Promise<void> => {
+  const claim = async (trigger: 'poll' | 'freed'): Promise<void> => {
     const free = options.concurrency - inFlight.size;
     freedWhileClaiming = false;
     let claimed: Claimed[] = [];
@@ -169,6 +171,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     } catch (error) {
       log.warn('webhook worker could not claim deliveries', { error: String(error) });
     }
+    options.observe?.({ trigger, deliveries: claimed.map((d) => d.id) });
     // Claimed after a stop() has started: the aborted signal ends these at once, recorded for a retry.
     for (const delivery of claimed) run(delivery);
   };
@@ -190,7 +193,7 @@ export function startDeliveryWorker(db: Database, log: Logger, options: WorkerOp
     }
     timer = setTimeout(() => {
       timer = undefined;
-      claiming = claim().finally(() => {
+      claiming = claim(delay === 0 ? 'freed' : 'poll').finally(() => {
         claiming = undefined;
         // Full: the next attempt to end wakes the worker. Else whatever was
         // due and claimable has been claimed, unless an attempt ended meanwhile.
