@@ -255,7 +255,7 @@ describe('a keyed POST /orders whose one statement outlives the deadline', {
   skip: REAL_SERVER_URL === undefined ? 'needs a real PostgreSQL server (a lock held from another connection)' : false,
 }, () => {
   // Its own time-out, shorter than the file's: a wait that never ends names this test.
-  it('is 503 outcome-unknown, commits nothing, and a retry with the key creates the order once', {
+  it('is 503 (outcome-unknown, or not done), commits nothing, and a retry with the key creates the order once', {
     timeout: 60_000,
   }, async (c) => {
     const key = 'past-the-deadline';
@@ -286,8 +286,18 @@ describe('a keyed POST /orders whose one statement outlives the deadline', {
       const late = await answered;
       assert.equal(late.status, 503);
       if (reached) {
-        assert.equal(late.headers.get('retry-after'), '1');
-        assert.equal((await late.json()).type, '/problems/outcome-unknown');
+        // Running when its request gave up: may have been done (outcome-unknown, Retry-After: 1). Unless the
+        // server's own statement_timeout (5 s from when the statement began there) ended it first, which a loaded
+        // machine's late timers allow: PostgreSQL then rolled it back (57014), and the answer says not done.
+        const answer = [late.headers.get('retry-after'), (await late.json()).type];
+        if (answer[1] === '/problems/unavailable') c.diagnostic('the server ended the statement first: not done');
+        assert.ok(
+          [
+            ['1', '/problems/outcome-unknown'],
+            ['5', '/problems/unavailable'],
+          ].some((expected) => expected.join() === answer.join()),
+          `answered ${answer.join(' ')}`,
+        );
       } else {
         c.diagnostic('the statement never reached the server within the deadline: answered not done');
         assert.equal(late.headers.get('retry-after'), '5');
