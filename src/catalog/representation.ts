@@ -1,17 +1,11 @@
 /** Products as versions 1 and 2 represent them (contract §2), and their schemas in the OpenAPI document. */
 import * as v from 'valibot';
+import type { RowOf } from '../db/database.ts';
 import type { Version } from '../http/negotiation.ts';
 import { Currency, Id, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
 
-export interface ProductRow {
-  id: number;
-  sku: string;
-  name: string;
-  /** numeric(12,2) as the driver returns it: a decimal string. */
-  price: string;
-  currency: string;
-  created_at: Date;
-}
+/** A product as its statements give it (the price a decimal string: numeric(12,2) as the driver returns it). */
+export type ProductRow = RowOf<'GetProduct'>;
 
 /** The product as version `version` represents it (contract §2). */
 export function productRepresentation(row: ProductRow, version: Version) {

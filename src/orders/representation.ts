@@ -6,9 +6,10 @@
  * (the decimal's shortest form: "59.90" is 59.9).
  */
 import * as v from 'valibot';
+import type { RowOf } from '../db/database.ts';
 import type { Version } from '../http/negotiation.ts';
 import { Currency, Id, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
-import { MAX_QTY, STATUSES, type Status } from './rules.ts';
+import { MAX_QTY, STATUSES } from './rules.ts';
 
 export interface ItemJson {
   id: number;
@@ -18,26 +19,14 @@ export interface ItemJson {
   unitPrice: string;
 }
 
-export interface OrderRow {
-  id: number;
-  customer_id: number;
-  status: Status;
-  currency: string;
-  total: string;
-  created_at: Date;
-  updated_at: Date;
-  /** JSON the statement builds (ItemJson per item, by id): PostgreSQL describes it as json. */
-  items: unknown;
-}
+/**
+ * An order as its statements give it, but its revision (the lists have none); `items` is JSON the statement
+ * builds, an ItemJson per item by id, which PostgreSQL describes as json.
+ */
+export type OrderRow = Omit<RowOf<'GetOrder'>, 'revision'>;
 
-export interface ItemRow {
-  id: number;
-  order_id: number;
-  product_id: number;
-  qty: number;
-  unit_price: string;
-  currency: string;
-}
+/** An order item as the `/order-items` list gives it. */
+export type ItemRow = Omit<RowOf<'ListOrderItems'>, 'total_count' | 'sort_key'>;
 
 /** The items of an order's row: the JSON its statement builds, one ItemJson per item (PostgreSQL calls it json). */
 export const itemsOf = (row: Pick<OrderRow, 'items'>): ItemJson[] => row.items as ItemJson[];

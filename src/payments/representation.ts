@@ -3,17 +3,12 @@
  * schemas in the OpenAPI document. Money arrives from SQL as a decimal string.
  */
 import * as v from 'valibot';
+import type { RowOf } from '../db/database.ts';
 import type { Version } from '../http/negotiation.ts';
 import { Currency, Id, money, Money, MoneyNumber, named, page, Timestamp } from '../openapi/atoms.ts';
 
-export interface PaymentRow {
-  id: number;
-  order_id: number;
-  amount: string;
-  currency: string;
-  status: 'succeeded';
-  created_at: Date;
-}
+/** A payment as its statements give it. */
+export type PaymentRow = RowOf<'GetPayment'>;
 
 /** The payment as `version` represents it (contract §2). */
 export function paymentRepresentation(row: PaymentRow, version: Version) {
