@@ -8,11 +8,8 @@
 -- $1: order id; $2: the owning customer a customer is limited to, or NULL (an admin).
 -- revision is not part of the representation: it makes the entity tag (contract §9).
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
-       coalesce((SELECT json_agg(json_build_object(
-                   'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
-                   'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
-FROM orders o
+       it.items
+FROM orders o, order_items_json(o.id) it(items)
 WHERE o.id = $1
   AND ($2::bigint IS NULL OR o.customer_id = $2);
 
@@ -117,12 +114,9 @@ WITH page AS (
 )
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at,
        (SELECT count(*) FROM orders o WHERE {{where}}) AS total_count,
-       coalesce((SELECT json_agg(json_build_object(
-                   'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
-                   'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items,
+       it.items,
        {{sortKey}} AS sort_key
-FROM page o
+FROM page o, order_items_json(o.id) it(items)
 ORDER BY {{orderBy}};
 
 -- name: CountOrders :one reads
@@ -153,12 +147,9 @@ WITH page AS (
 )
 SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at,
        (SELECT coalesce(sum(c.n), 0)::bigint FROM derived.order_counts c WHERE {{totalWhere}}) AS total_count,
-       coalesce((SELECT json_agg(json_build_object(
-                   'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
-                   'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                 FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items,
+       it.items,
        {{sortKey}} AS sort_key
-FROM page o
+FROM page o, order_items_json(o.id) it(items)
 ORDER BY {{orderBy}};
 
 -- name: SumOrderCounts :one reads
@@ -247,11 +238,8 @@ FROM idempotent_create_order($1::bigint, $2::text, $3::text, $4::bigint, $5::boo
 -- representation (order_json_v2, migration 0017). $1: order id.
 WITH o AS (
   SELECT o.id, o.customer_id, o.status, o.currency, o.total::text AS total, o.created_at, o.updated_at, o.revision,
-         coalesce((SELECT json_agg(json_build_object(
-                     'id', i.id, 'orderId', i.order_id, 'productId', i.product_id,
-                     'qty', i.qty, 'unitPrice', i.unit_price::text) ORDER BY i.id)
-                   FROM order_items i WHERE i.order_id = o.id), '[]'::json) AS items
-  FROM orders o
+         it.items
+  FROM orders o, order_items_json(o.id) it(items)
   WHERE o.id = $1
 ),
 event AS (

@@ -6,11 +6,12 @@
  * old bytes. The representation is defined twice, by the SQL functions that
  * build it as JSON text in the database (order_json_v1 and order_json_v2, made
  * by a migration and replaced only by a later one) and by
- * `orderRepresentation()`; the generation is a hash of both: the text of every
- * migration that defines those functions (or alters their money_v2), its `--` comments left out and its
- * runs of blanks made one, and what the serializer makes of sample orders in
- * each version. A change of either changes it by itself. It is found once, on
- * first use (the server asks at start), not when this module loads.
+ * `orderRepresentation()` over rows whose items order_items_json builds; the
+ * generation is a hash of both: the text of every migration that defines one
+ * of those functions (or alters their money_v2), its `--` comments left out
+ * and its runs of blanks made one, and what the serializer makes of sample
+ * orders in each version. A change of either changes it by itself. It is found
+ * once, on first use (the server asks at start), not when this module loads.
  * (test/api/order-json.test.ts checks, on both databases, that the two give the
  * same bytes.)
  */
@@ -18,8 +19,8 @@ import { createHash } from 'node:crypto';
 import { type Migration, readMigrations } from '../db/migrate.ts';
 import { orderRepresentation, type OrderRow } from './representation.ts';
 
-/** A migration that makes (or replaces) a function building an order's JSON text, or alters the money it writes. */
-const DEFINES_ORDER_JSON = /\bCREATE\s+(OR\s+REPLACE\s+)?FUNCTION\s+order_json_v\d|\bTYPE\s+money_v2\b/i;
+/** A migration that makes (or replaces) a function building an order's JSON or its items', or alters its money. */
+const DEFINES_ORDER_JSON = /\bCREATE\s+(OR\s+REPLACE\s+)?FUNCTION\s+order_(json_v\d|items_json)\b|\bTYPE\s+money_v2\b/i;
 
 /** Orders whose representations stand for the serializer's: with items and without, in two states. */
 export const SAMPLES: readonly OrderRow[] = [
