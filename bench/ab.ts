@@ -6,7 +6,7 @@
  * DATABASE_URL, every feature on as in `make bench`, driven in alternating
  * rounds (the first to go changing each round) by bench/load.mjs with
  * scenarios 1 (GET), 3 (304) and 4 (keyed POST), or those of
- * BENCH_AB_SCENARIOS. Prints each row's medians and B's change from A in
+ * BENCH_AB_SCENARIOS (2: the list). Prints each row's medians and B's change from A in
  * req/s, Node CPU and PostgreSQL CPU per request.
  *
  * Both servers' connections name themselves `orders`, so the PostgreSQL CPU
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     }
     const lines = ['scenario  build  req/s  Node CPU ms/req  PG CPU ms/req  B/A req/s (rounds)'];
     for (const s of SCENARIOS) {
-      if (scenariosOf[0]?.[s] === undefined) throw new Error(`bench-ab: no scenario ${s} (1, 3 or 4)`);
+      if (scenariosOf[0]?.[s] === undefined) throw new Error(`bench-ab: no scenario ${s} (1, 2, 3 or 4)`);
       const results: [LoadResult[], LoadResult[]] = [[], []];
       for (let round = 0; round < ROUNDS; round += 1)
         for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {

@@ -71,16 +71,20 @@ export const customerHeaders = (prepared: Prepared) => ({
   ...JSON_TYPE,
 });
 
+/** The list of scenario 2: a page of pending orders, newest first. */
+export const LIST = '/orders?status=pending&sort=-createdAt&pageSize=20';
+
 /**
- * The service's loads of scenarios 1 (random GETs), 3 (the 304 of `etag`,
- * the first order's tag) and 4 (keyed POSTs), as bench/load.mjs takes them:
- * `make bench` and `make bench-ab` drive the same requests.
+ * The service's loads of scenarios 1 (random GETs), 2 (the list), 3 (the 304
+ * of `etag`, the first order's tag) and 4 (keyed POSTs), as bench/load.mjs
+ * takes them: `make bench` and `make bench-ab` drive the same requests.
  */
-export function serviceLoads(prepared: Prepared, etag: string): Record<'1' | '3' | '4', Record<string, unknown>> {
+export function serviceLoads(prepared: Prepared, etag: string): Record<'1' | '2' | '3' | '4', Record<string, unknown>> {
   const auth = { authorization: `Bearer ${prepared.token}` };
   const ids = prepared.orderIds;
   return {
     '1': { method: 'GET', paths: ids.map((id) => `/v1/orders/${id}`), headers: auth },
+    '2': { method: 'GET', paths: [`/v1${LIST}`], headers: auth },
     '3': { method: 'GET', paths: [`/v1/orders/${ids[0]}`], headers: { ...auth, 'if-none-match': etag } },
     '4': {
       method: 'POST',

@@ -43,7 +43,7 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import postgres from 'postgres';
 import { checkBodies, type BodyCheck } from './body-checks.ts';
-import { customerHeaders, JSON_TYPE, ORDER_BODY, prepare, serviceLoads, type Prepared } from './prepare.ts';
+import { customerHeaders, JSON_TYPE, LIST, ORDER_BODY, prepare, serviceLoads, type Prepared } from './prepare.ts';
 import {
   loader,
   loadTool,
@@ -229,8 +229,6 @@ async function codings(
   return summary;
 }
 
-const LIST = '/orders?status=pending&sort=-createdAt&pageSize=20';
-
 /** A scenario of the service with the peers' same route, measured in the same rounds. */
 interface Pair {
   scenario: string;
@@ -244,7 +242,6 @@ interface Pair {
 
 /** Scenarios 1 (with 3), 2 and 4, each with the peers' same route. */
 function pairs(service: Target, prepared: Prepared, etag: string): Pair[] {
-  const auth = { authorization: `Bearer ${prepared.token}` };
   const ids = prepared.orderIds;
   const loads = serviceLoads(prepared, etag);
   return [
@@ -272,7 +269,7 @@ function pairs(service: Target, prepared: Prepared, etag: string): Pair[] {
       own: {
         row: `2. GET /v1${LIST}`,
         target: service,
-        scenario: { method: 'GET', paths: [`/v1${LIST}`], headers: auth },
+        scenario: loads['2'],
       },
       route: `GET ${LIST}`,
       peer: { method: 'GET', paths: [LIST] },
