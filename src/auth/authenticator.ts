@@ -1,11 +1,8 @@
 /**
- * Turns an `Authorization` header into a principal (contract §6). Validated
- * tokens are cached for at most `CACHE_TTL_MS`, so a revoked token stops
- * working within that time even in another process (contract §6: within 5 s).
- * Reads never write: nothing like a "last used" time is updated. Requests
- * that carry one token while it is not cached share one lookup: when the cache
- * entry of a busy token expires, it is looked up once, not once per request
- * waiting (which would fill the queue for a connection, contract §17).
+ * Turns an `Authorization` header into a principal (contract §6). Validated tokens are cached for at most
+ * `CACHE_TTL_MS`, so a revoked token stops working within that time even in another process (the contract allows 5 s).
+ * Reads never write (no "last used" time). Requests with one uncached token share one lookup, not one each, which
+ * would fill the queue for a connection when a busy token's entry expires.
  */
 import type { Database } from '../db/database.ts';
 import type { RequestScope } from '../db/cancellation.ts';
@@ -23,10 +20,8 @@ export interface Principal {
 
 export interface Authenticator {
   /**
-   * The principal for `authorization`, or a 401 `HttpError`; its lookup, when it runs one, is `scope`'s (the
-   * request's: cancelled with its other statements when it gives up, contract §17). `beforeGuess` is called
-   * (and may throw) before a lookup the service cannot vouch for: a token made before tags, not validated
-   * lately. A forged token, a malformed one, a tagged one and one validated lately never call it.
+   * The principal for `authorization`, or a 401; a lookup runs in `scope`, cancelled with the request's other
+   * statements. `beforeGuess` is called (and may throw) before a lookup of an untagged token not validated lately.
    */
   authenticate(authorization: string | null, scope?: RequestScope, beforeGuess?: () => void): Promise<Principal>;
 }
@@ -94,11 +89,11 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
       if (credentials.kind === 'malformed') throw unauthorized(true);
       const hash = tokenHash(credentials.token);
       const key = hash.toString('base64');
-      // A token validated in the last 2 s (only a real one is ever cached): its tag needs no second look.
+      // A token validated lately (only a real one is ever cached): its tag needs no second look.
       const cached = cache.get(key);
       if (cached !== undefined && cached.until > now()) return cached.principal;
       cache.delete(key);
-      // contract §10: what is not a token of ours, or carries a wrong tag, is refused here: no lookup, no cost.
+      // What is not a token of ours, or carries a wrong tag, is refused here: no lookup, no cost.
       const kind = tokenKind(credentials.token, tokenKey);
       if (kind === 'forged') throw unauthorized(true);
       if (kind === 'untagged' && (vouched.get(key) ?? 0) <= now()) beforeGuess?.();
@@ -117,7 +112,7 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
   };
 }
 
-/** 401 with the `WWW-Authenticate` forms of contract §6 (RFC 6750 §3). */
+/** 401 with the `WWW-Authenticate` forms of RFC 6750 §3. */
 export function unauthorized(tokenWasSent: boolean): HttpError {
   return new HttpError(401, 'unauthorized', {
     detail: tokenWasSent ? 'The bearer token is unknown, expired or revoked.' : 'This resource needs a bearer token.',

@@ -9,14 +9,14 @@ import type { Condition } from '../db/page.ts';
 import { invalidQuery } from '../http/list-query.ts';
 import type { Principal } from './authenticator.ts';
 
-/** The customer a principal is limited to, or `null` for an admin (contract §6). */
+/** The customer a principal is limited to, or `null` for an admin. */
 export function ownerLimit(principal: Principal): number | null {
   return principal.role === 'admin' ? null : principal.userId;
 }
 
 /**
  * The conditions of a collection of things that belong to orders (items,
- * payments), contract §4 and §6: `orderId` is required from a customer, and a
+ * payments), contract §4: `orderId` is required from a customer, and a
  * customer sees only their own orders' things. `orderColumn` is the fixed
  * SQL column of the order id (`i.order_id`, `p.order_id`); the order is `o`.
  */

@@ -42,12 +42,8 @@ function tagOf(key: Uint8Array, body: string): string {
 }
 
 /**
- * What `token` is before any lookup: `tagged` (its tag is right under `key`: made by this service), `forged`
- * (a tagged token's shape with a wrong tag, or no token of ours at all), `untagged` (made before tags: only a
- * lookup tells).
- *
- * @example
- * tokenKind(generateToken(key), key) // 'tagged'
+ * What `token` is before any lookup: `tagged` (its tag is right under `key`), `forged` (a wrong tag, or no token
+ * of ours at all), `untagged` (made before tags: only a lookup tells).
  */
 export function tokenKind(token: string, key: Uint8Array): 'tagged' | 'forged' | 'untagged' {
   if (TAGGED.test(token)) {
@@ -75,14 +71,7 @@ export type Credentials =
   /** A Bearer header that cannot hold a token of ours: answered as an invalid token. */
   | { readonly kind: 'malformed' };
 
-/**
- * Reads the `Authorization` header value, exactly as `headers.get()` returns it.
- * Another scheme (Basic, …) counts as no credentials (RFC 6750 §3.1).
- *
- * @example
- * parseAuthorization('Bearer ord_abc') // { kind: 'bearer', token: 'ord_abc' }
- * parseAuthorization(null)            // { kind: 'none' }
- */
+/** Reads an `Authorization` header value; another scheme (Basic, …) counts as no credentials (RFC 6750 §3.1). */
 export function parseAuthorization(value: string | null): Credentials {
   if (value === null || value.trim() === '') return { kind: 'none' };
   const scheme = SCHEME.exec(value.trim());

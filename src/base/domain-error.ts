@@ -1,9 +1,6 @@
 /**
- * A rule of the domain that a request breaks, as the stores say it, knowing
- * nothing of HTTP: which rule (named as the problem type that reports it,
- * contract §5) and what to tell the client. One place turns it into a problem
- * with its status (src/http/domain-problem.ts), for the problems stage and for
- * the answer a keyed request stores.
+ * A rule of the domain that a request breaks, as the stores say it, knowing nothing of HTTP: the rule (named as its
+ * problem type, contract §5) and what to tell the client. src/http/domain-problem.ts gives it its status.
  */
 
 /** The rules a store refuses a request by. */

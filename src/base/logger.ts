@@ -20,12 +20,8 @@ const BATCH_BYTES = 64 * 1024;
 let stdoutWriter: ((line: string) => void) | undefined;
 
 /**
- * Writes lines to stdout in batches: the lines logged in one turn of the
- * event loop go out in one write. On Linux a write to stdout (a file or a
- * pipe) is a synchronous system call per call: without batching, one per
- * request. The batch is flushed when the turn ends, when it reaches 64 KiB,
- * and before the process exits (an uncaught exception's exit included), so
- * no line is lost but to SIGKILL, and none is held longer than a turn.
+ * Writes lines to stdout in one write per turn of the event loop: on Linux a write to a file or a pipe is a
+ * synchronous system call. Flushed at the turn's end, at 64 KiB, and at exit, so only SIGKILL loses a line.
  */
 export function stdoutLines(): (line: string) => void {
   if (stdoutWriter !== undefined) return stdoutWriter;
@@ -55,8 +51,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
   const threshold = RANK[level];
   const at = (lineLevel: Exclude<LogLevel, 'silent'>) => (message: string, fields?: LogFields) => {
     if (RANK[lineLevel] < threshold) return;
-    // The line as JSON.stringify({ time, level, message, ...fields }) would
-    // write it, without copying the fields into a new object first.
+    // As JSON.stringify({ time, level, message, ...fields }), without copying the fields first.
     const rest = fields === undefined ? '{}' : JSON.stringify(fields);
     write(
       `{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}` +

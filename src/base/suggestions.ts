@@ -7,9 +7,8 @@ export function didYouMean(typed: string, candidates: readonly string[]): string
 }
 
 /**
- * The candidate nearest to what was typed (`typedFor(candidate)`), when it
- * is close: at most one edit for a short word, a third of its length for a
- * longer one (`share` 3; 4 is a quarter). Ties go to the first candidate.
+ * The candidate nearest to what was typed (`typedFor(candidate)`), when within one edit or a `share`-th of its
+ * length (`share` 3: a third). Ties go to the first candidate.
  */
 export function nearest(
   candidates: readonly string[],

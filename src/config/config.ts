@@ -1,8 +1,4 @@
-/**
- * The service's configuration (contract §1), read once from the environment.
- * An invalid value throws a ConfigError (src/config/values.ts) whose message
- * is one line naming the variable; `main.ts` prints it and exits.
- */
+/** The service's configuration (contract §1), read once from the environment; an invalid value throws a ConfigError. */
 import type { LogLevel } from '../base/logger.ts';
 import type { RateLimit } from '../http/rate-limit.ts';
 import type { CorsOrigins } from '../http/cors.ts';
@@ -34,7 +30,7 @@ export interface Config extends ConnectionLimits {
   /** `DATABASE_WAIT`: how long start-up waits for the database to answer, in milliseconds (0: one attempt). */
   readonly databaseWaitMs: number;
   readonly maxBodyBytes: number;
-  /** `BODY_BUDGET_BYTES` (contract §11): what every request body being read or handled at once may hold. */
+  /** `BODY_BUDGET_BYTES`: what every request body being read or handled at once may hold. */
   readonly bodyBudgetBytes: number;
   /** `undefined` when `RATE_LIMIT=off`. */
   readonly rateLimit: RateLimit | undefined;
@@ -46,36 +42,30 @@ export interface Config extends ConnectionLimits {
   readonly workers: number;
   /** `WEBHOOK_ALLOW_PRIVATE=1`: webhook targets may be private or loopback addresses (tests, local development). */
   readonly webhookAllowPrivate: boolean;
-  /**
-   * `CORS_ORIGINS` (contract §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields at
-   * all.
-   */
+  /** `CORS_ORIGINS` (contract §16): `*` or the origins browsers may call from, normalised; absent: no CORS fields. */
   readonly corsOrigins?: CorsOrigins;
-  /** `TRUST_PROXY` (contract §16): the reverse proxies whose forwarded client address is believed; absent: none. */
+  /** `TRUST_PROXY`: the reverse proxies whose forwarded client address is believed; absent: none. */
   readonly trustProxy?: readonly ProxyRange[];
-  /** `TRUST_PROXY_HEADER` (contract §16): the one field those proxies write the address in; x-forwarded-for. */
+  /** `TRUST_PROXY_HEADER`: the one field those proxies write the address in; `x-forwarded-for` by default. */
   readonly trustProxyHeader: ProxyHeader;
-  /** `METRICS_TOKEN` (contract §16): the bearer token `GET /metrics` needs; absent: none. */
+  /** `METRICS_TOKEN`: the bearer token `GET /metrics` needs; absent: none. */
   readonly metricsToken?: string;
   /**
-   * `DB_PREPARE` (contract §17): `false` for a transaction-mode pooler (PgBouncer before 1.21): no named prepared
-   * statements and no startup parameter beyond the pooler's own; the statement time-out is the client's then.
+   * `DB_PREPARE`: `false` for a transaction-mode pooler (PgBouncer before 1.21): no named prepared statements and
+   * no startup parameter beyond the pooler's own; the statement time-out is the client's then.
    */
   readonly dbPrepare: boolean;
-  /** `REDIS_URL` (contract §17): the Redis that every process shares its rate-limit windows through; absent: none. */
+  /** `REDIS_URL`: the Redis that every process shares its rate-limit windows through; absent: none. */
   readonly redisUrl?: string;
-  /** `DATABASE_READ_URL` (contract §17): a streaming replica of `DATABASE_URL` for safe reads; absent: none. */
+  /** `DATABASE_READ_URL`: a streaming replica of `DATABASE_URL` for safe reads; absent: none. */
   readonly databaseReadUrl?: string;
-  /** `REPLICA_MAX_LAG` (contract §17): seconds a replica may be behind and still serve reads. */
+  /** `REPLICA_MAX_LAG`: seconds a replica may be behind and still serve reads. */
   readonly replicaMaxLagSeconds: number;
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
-/**
- * Reads the §1 variables from `env`, applying the defaults; the connection caps' from `fileDescriptors`, this
- * process's limit on open files (`connections.ts`).
- */
+/** The configuration of `env`, with its defaults; the connection caps' from `fileDescriptors` (`connections.ts`). */
 export function loadConfig(env: Env = process.env, fileDescriptors = fileDescriptorLimit()): Config {
   let config: Config = {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -98,7 +88,7 @@ export function loadConfig(env: Env = process.env, fileDescriptors = fileDescrip
     replicaMaxLagSeconds: integer(env, 'REPLICA_MAX_LAG', 5, 1, 3600),
     trustProxyHeader: oneOf(env, 'TRUST_PROXY_HEADER', 'x-forwarded-for', PROXY_HEADERS),
   };
-  // contract §16's variables are absent from the configuration when unset.
+  // Unset, these are absent from the configuration.
   const corsOrigins = cors(env);
   const trustProxy = proxies(env);
   const metricsToken = bearerToken(env, 'METRICS_TOKEN');

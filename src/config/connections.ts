@@ -1,11 +1,8 @@
 /**
- * The connection caps of contract §11, from the environment or, by default,
- * from the process's limit on open file descriptors (read at start): every
- * connection is one, and so is every other thing the process opens (its
- * database pools, Redis, the embedded database's files, its own standard
- * streams), so the cap leaves a margin under the limit; one client address
- * may hold a 32nd of the cap (at least 4, at most 64), so that no handful of
- * addresses fills the process and `/healthz` keeps answering the others.
+ * The connection caps of contract §11, by default from the process's limit on open files (read at start): every
+ * connection takes one, as do the pools, Redis, the embedded database's files and the standard streams, so the cap
+ * leaves a margin. One client address may hold a 32nd of the cap (4 to 64), so that no handful of addresses fills
+ * the process and `/healthz` keeps answering the others.
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError, integer, type Env } from './values.ts';
@@ -15,9 +12,10 @@ export const ASSUMED_FILE_DESCRIPTORS = 1024;
 /** The most connections one client address may hold by default, however large the cap, and the fewest. */
 export const MAX_PER_ADDRESS_DEFAULT = 64;
 export const MIN_PER_ADDRESS_DEFAULT = 4;
-/** By default one client address holds this fraction of the cap: 32 addresses to fill it, not 4. */
+/** By default one client address holds this fraction of the cap. */
 export const ADDRESSES_TO_FILL = 32;
 
+/** The caps, as the configuration holds them. */
 export interface ConnectionLimits {
   /** `MAX_CONNECTIONS`: connections open at once; more are closed as they arrive. */
   readonly maxConnections: number;
@@ -27,10 +25,7 @@ export interface ConnectionLimits {
   readonly fileDescriptors: number | undefined;
 }
 
-/**
- * The soft limit on open file descriptors of this process (`ulimit -n`), from /proc/self/limits; `undefined`
- * where there is none to read, or it is unlimited.
- */
+/** This process's soft limit on open files (`ulimit -n`); `undefined` if /proc cannot tell, or it is unlimited. */
 export function fileDescriptorLimit(limits = '/proc/self/limits'): number | undefined {
   let text: string;
   try {
@@ -42,14 +37,7 @@ export function fileDescriptorLimit(limits = '/proc/self/limits'): number | unde
   return soft === undefined ? undefined : Number(soft);
 }
 
-/**
- * The default cap for `fileDescriptors` open files: a quarter of them, and at least 64, kept for what is not a
- * connection.
- *
- * @example
- * defaultMaxConnections(256)    // 192
- * defaultMaxConnections(1024)   // 768
- */
+/** The default cap for `fileDescriptors` open files: a quarter, at least 64, is kept for what is not a connection. */
 export function defaultMaxConnections(fileDescriptors: number): number {
   return Math.max(1, fileDescriptors - Math.max(64, Math.floor(fileDescriptors / 4)));
 }

@@ -1,23 +1,17 @@
 /**
- * The `.env` file (contract §1): in the working directory, when present, it
- * supplies the variables that the environment does not already set; the
- * environment wins. A malformed file is refused whole, with one line naming
- * the file, the line and what is wrong: start-up stops rather than run with
- * half a configuration.
+ * The `.env` file (contract §1): in the working directory, when present, it supplies the variables the environment
+ * does not set. A malformed file is refused whole, with one line naming the file, the line and what is wrong:
+ * start-up stops rather than run with half a configuration.
  *
- * One `NAME=value` per line. Accepted:
- * - blank lines, and comments: a line whose first non-blank character is `#`;
- * - an optional `export ` prefix, as a shell would source the file;
+ * One `NAME=value` per line, as a shell would source it. Accepted:
+ * - blank lines, and lines whose first non-blank character is `#`; an optional `export ` prefix;
  * - NAME: a letter or `_`, then letters, digits and `_`; blanks around `=`;
- * - an unquoted value, trimmed; a `#` after a blank starts a comment
- *   (`A=x # note` is `x`), a `#` inside the value does not (`A=x#1`);
- * - a single-quoted value, literal (`A='a \n b'` keeps the backslash);
- * - a double-quoted value, with the escapes `\n`, `\"` and `\\` (any other
- *   backslash is kept as written, as the shell does);
- * - a comment after the closing quote; an empty value (`A=`);
+ * - an unquoted value, trimmed, where a `#` after a blank starts a comment (`A=x # note` is `x`; `A=x#1` is `x#1`);
+ * - a single-quoted value, literal; a double-quoted one, with the escapes `\n`, `\"` and `\\` (any other
+ *   backslash kept, as the shell does); a comment after the closing quote; an empty value (`A=`);
  * - CRLF line endings and a leading byte-order mark.
- * Refused: a line without `=`, an invalid name, a quote not closed on its
- * line (no multi-line values), text after a closing quote, a name defined twice.
+ * Refused: a line without `=`, an invalid name, a quote not closed on its line, text after a closing quote, a name
+ * defined twice.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,22 +30,12 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Only before a name: `export=1` and `export =1` assign the variable "export".
 const EXPORT_PREFIX = /^export\s+(?=[A-Za-z_])/;
 const LINE_BREAK = /\r?\n/;
-// In an unquoted value, a comment starts at a `#` that follows a blank.
 const UNQUOTED_COMMENT = /\s#/;
 const ESCAPES: Readonly<Record<string, string>> = { n: '\n', '"': '"', '\\': '\\' };
 
 /**
- * Parses the text of a `.env` file into its variables, in file order (and,
- * with `lineOf`, the line of each).
- * Throws an EnvFileError naming `fileName` and the line at the first mistake.
- * Messages name the variable, never its value; only a line without `=`
- * is quoted whole, having no NAME to name.
- *
- * @example
- * parseEnvFile('PORT=3000\nexport LOG_LEVEL="warn" # quiet\n', '.env');
- * // Map { "PORT" => "3000", "LOG_LEVEL" => "warn" }
- * parseEnvFile('PORT 3000', '.env');
- * // throws EnvFileError: .env line 1: expected NAME=value, got a line without "=" starting "PORT"
+ * The variables of a `.env` file's text, in file order (with `lineOf`, the line of each); at the first mistake an
+ * EnvFileError naming `fileName` and the line.
  */
 export function parseEnvFile(text: string, fileName: string, lineOf?: Map<string, number>): Map<string, string> {
   const values = new Map<string, string>();
@@ -66,9 +50,8 @@ export function parseEnvFile(text: string, fileName: string, lineOf?: Map<string
     if (line === '' || line.startsWith('#')) continue;
     const assignment = line.replace(EXPORT_PREFIX, '');
     const equals = assignment.indexOf('=');
-    // Never a value, nor what may be one: a mistyped line's rest, even before an "=" (the "=" of
-    // `DATABASE_URL postgres://u:password@db/orders?sslmode=require`), may hold a secret. Only a first
-    // word that is a variable name is named.
+    // Never a value, nor what may be one: a mistyped line's rest may hold a secret, even before an "=" (that of
+    // `DATABASE_URL postgres://u:password@db/orders?sslmode=require`). Only a first word that is a name is named.
     const first = assignment.split(/\s/, 1)[0] as string;
     const named = NAME.test(first) ? ` after ${first}` : '';
     if (equals === -1) fail(`expected NAME=value, got a line without "="${named}`);
@@ -89,14 +72,8 @@ export function parseEnvFile(text: string, fileName: string, lineOf?: Map<string
 }
 
 /**
- * `env` with the variables of `<cwd>/.env` that it does not set (a variable
- * set to the empty string counts as set). No file: a copy of `env`. A file
- * that cannot be read or parsed: an EnvFileError. With `lineOf`, each name
- * the file defines is put there with its line (for `unknownSettings()`).
- *
- * @example
- * // .env holds PORT=4000 and HOST=0.0.0.0
- * loadEnvFile({ PORT: '3000' }, process.cwd()); // { PORT: '3000', HOST: '0.0.0.0' }
+ * `env` with the variables of `<cwd>/.env` it does not set (set to the empty string counts as set). With `lineOf`,
+ * each name the file defines is put there with its line (for `unknownSettings()`).
  */
 export function loadEnvFile(env: Env, cwd: string, lineOf?: Map<string, number>): Record<string, string | undefined> {
   let text: string;

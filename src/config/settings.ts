@@ -50,14 +50,7 @@ export const DRIVER_SETTINGS: readonly string[] = [
 
 const KNOWN = new Set([...SETTINGS, ...DRIVER_SETTINGS]);
 
-/**
- * One line for each name of `lineOf` (a `.env` file's names and their lines) that is no setting, naming the closest
- * setting when one is close.
- *
- * @example
- * unknownSettings(new Map([['DATABSE_URL', 3]]));
- * // ['.env line 3: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?']
- */
+/** A line for each name of a `.env` file (`lineOf`: its names and lines) that is no setting, naming a close one. */
 export function unknownSettings(lineOf: ReadonlyMap<string, number>): string[] {
   const lines: string[] = [];
   for (const [name, line] of lineOf) {
@@ -72,13 +65,8 @@ export function unknownSettings(lineOf: ReadonlyMap<string, number>): string[] {
 }
 
 /**
- * One line for each name of the process's environment that is no setting but a near miss of one (`DATABSE_URL`),
- * naming it. The environment holds many variables of other programs, so only a name within a quarter of a
- * setting's length of it is said (`USER` is not `PGUSER`, `HOME` not `HOST`).
- *
- * @example
- * misspeltSettings(['PATH', 'DATABSE_URL']);
- * // ['environment: DATABSE_URL is not a setting of the service; did you mean DATABASE_URL?']
+ * A line for each name of the environment that is a near miss of a setting (`DATABSE_URL`). It holds other
+ * programs' variables, so only a name within a quarter of a setting's length is said (`USER` is not `PGUSER`).
  */
 export function misspeltSettings(names: Iterable<string>): string[] {
   const lines: string[] = [];
@@ -91,18 +79,14 @@ export function misspeltSettings(names: Iterable<string>): string[] {
   return lines;
 }
 
-/**
- * `ENV_STRICT=1`: an unknown name in `.env` (or a near miss in the environment) stops the start (or the command)
- * instead of a warning.
- */
+/** `ENV_STRICT=1`: an unknown name in `.env`, or a near miss in the environment, stops the start (or command). */
 export function strictEnv(env: Readonly<Record<string, string | undefined>>): boolean {
   return env.ENV_STRICT === '1';
 }
 
 /**
- * `env` over the working directory's `.env` (`loadEnvFile()`), with a line for each name of the file that is no
- * setting, and for each near miss of one in `env` itself. With `ENV_STRICT=1` those are an `EnvFileError` instead
- * (its message their lines, one per line).
+ * `env` over the working directory's `.env`, with a line for each unknown name of the file and each near miss in
+ * `env`; with `ENV_STRICT=1`, those lines are thrown as an `EnvFileError` instead.
  */
 export function loadEnvSettings(
   env: Readonly<Record<string, string | undefined>>,

@@ -1,13 +1,12 @@
 /**
- * The parsers of single variables of the environment (contract §1): each
- * reads one variable, applies its default, and throws a ConfigError whose
- * message is one line naming the variable when the value is invalid.
- * Values that may hold a password or a secret are never echoed.
+ * The parsers of single variables (contract §1): each applies its default, and throws a ConfigError whose message
+ * is one line naming the variable (`main.ts` prints it and exits). Values that may hold a secret are never echoed.
  */
 import type { RateLimit } from '../http/rate-limit.ts';
 import { parseOrigin, type CorsOrigins } from '../http/cors.ts';
 import { parseProxyEntry, type ProxyRange } from '../http/client-address.ts';
 
+/** An invalid setting. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -72,9 +71,8 @@ export const TARGET_SESSION_ATTRS = ['any', 'read-write', 'read-only', 'primary'
 const HOST_AND_PORT = /^([A-Za-z0-9._-]+)(?::([0-9]{1,5}))?$/;
 
 /**
- * Checks a `postgres://` URL as the driver reads it (libpq's form): one host, or several
- * (`postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write`), each a name or an IPv4 address with an
- * optional port, and a `target_session_attrs` the driver knows. Never echoes the URL: it may hold a password.
+ * Checks a `postgres://` URL as the driver reads it: one host or several (`postgres://u@h1:5432,h2/db`), each a
+ * name or IPv4 address with an optional port, and a known `target_session_attrs`. Never echoes the URL.
  */
 function checkPostgresUrl(value: string, name: string, expected: string): void {
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(value)?.[1]?.toLowerCase();
@@ -111,8 +109,7 @@ const HOSTS_THEN_PATH = /^[A-Za-z0-9._,:[\]%-]*(?:[/?#]|$)/;
 
 /**
  * A user name or password must have `@`, `/`, `?` and `#` percent-encoded: unencoded, the driver reads the host
- * (or the path) from inside the password, and says only that a piece of it is no host (`ENOTFOUND`). Refused when
- * the text before the last `@` that hosts follow holds one of them; the value is never echoed.
+ * from inside the password and says only `ENOTFOUND`. The value is never echoed.
  */
 function checkUserinfo(rest: string, name: string): void {
   const at = rest.lastIndexOf('@');
@@ -218,7 +215,6 @@ const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]{16,}=*$/;
 export function bearerToken(env: Env, name: string): string | undefined {
   const value = raw(env, name);
   if (value === undefined) return undefined;
-  // Never echo the value: it is a secret.
   if (!BEARER_TOKEN.test(value))
     throw new ConfigError(`${name} must be at least 16 characters of A-Z, a-z, 0-9, -._~+/ (a bearer token)`);
   return value;

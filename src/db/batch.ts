@@ -1,29 +1,12 @@
 /**
- * One statement for the reads that arrive together. The requests that ask
- * the same pool for a row by the same pair of statements in one turn of the
- * event loop are gathered, and their reads go out as one statement at the
- * end of the turn (`setImmediate`: after every request that turn's I/O
- * brought), or as soon as `MAX_BATCH` have gathered: no read waits past the
- * turn it was asked in.
+ * One statement for the reads that arrive together: reads of the same pair of statements asked of one pool in one
+ * turn of the event loop go out as one statement at the end of the turn (`setImmediate`: after every request that
+ * turn's I/O brought), or as soon as `MAX_BATCH` have gathered.
  *
- * A pair is a statement for one row (`single`, `:one`, with scalar
- * parameters) and the same read for many (`batch`, `:many`): its parameters
- * are the single one's, each an array of every member's value in order, and
- * each row it returns carries `n`, the 1-based place of the member it is
- * for (`unnest(…) WITH ORDINALITY`). Each member passes its own parameters,
- * so whatever limits what a request may see (its owner) is applied to its
- * own row in the shared statement. A batch of one runs `single`, exactly as
- * a read did before batching. Its arrays have at least `LEAST_WIDTH` places, NULL
- * past the members, so that PostgreSQL keeps one plan for the statement. A
- * read may ask for a large batch to go out in two halves (`halvesFrom`).
- *
- * Each member keeps what is its own: its scope tracks its place in the
- * batch, so a request that gives up (contract §17) leaves the batch and
- * rejects at once, the others going on; the batch's statement is cancelled
- * only when every member has left. A failure that says the database is out
- * of reach (a lost connection, the circuit) is every member's; any other
- * failure of a batch is not known to be every member's, so each member runs
- * its read alone with `single` and gets its own answer.
+ * The batch statement takes the single one's parameters as arrays of every member's value, and each of its rows
+ * carries `n`, the 1-based place of its member (`unnest(…) WITH ORDINALITY`). Each member passes its own
+ * parameters, so whatever limits what a request may see (its owner) applies to its own row. A failure that says
+ * the database is out of reach is every member's; any other is not known to be, so each member runs its read alone.
  */
 import { DeadlineExceeded, isDatabaseUnavailable } from './errors.ts';
 import { RequestScope } from './cancellation.ts';
@@ -36,9 +19,8 @@ export interface BatchedRead<Single extends string = string> {
   readonly single: Single;
   readonly batch: string;
   /**
-   * From this many members a batch goes out as two statements, a half each, which the pool runs on two
-   * connections: two backends then do its work at once while the other's rows are on their way. For a read
-   * whose rows are dear to build (an order's JSON); a cheap one (a revision) is faster in one statement.
+   * From this many members a batch goes out as two halves, which two backends work on at once: for rows dear to
+   * build (an order's JSON); a cheap read is faster in one statement.
    */
   readonly halvesFrom?: number;
 }
@@ -47,18 +29,15 @@ export interface BatchedRead<Single extends string = string> {
 export const MAX_BATCH = 64;
 
 /**
- * The fewest places a batch statement's arrays have: a smaller batch is padded with NULL keys, which find no
- * row. PostgreSQL plans a prepared statement again at each run while its custom plans look cheaper than its
- * generic one, and a custom plan knows the arrays' length where the generic plan takes 10 elements: unpadded,
- * every batch of 2 to 9 was planned anew (measured: 2.4 times the PostgreSQL CPU per GET in batches of 8).
- * From 16 places, each custom plan costs more than the generic one, which the statement keeps after its first
- * five runs (test/db/batch.test.ts reads `pg_prepared_statements`).
+ * The fewest places a batch's arrays have, padded with NULL keys (which find no row). PostgreSQL re-plans a prepared
+ * statement while its custom plans look cheaper than the generic one, which assumes 10 array elements: unpadded,
+ * every batch of 2 to 9 was planned anew. From 16, the generic plan wins and is kept after the first five runs.
  */
 export const LEAST_WIDTH = 16;
 
 type Row = Record<string, unknown>;
 
-/** How a batch runs its statements on the pool: `single` with the member's parameters, `batch` with arrays. */
+/** How a batch runs its statements on the pool. */
 export interface BatchRunner {
   single(name: string, params: readonly BatchParam[], scope: RequestScope | undefined): Promise<readonly Row[]>;
   batch(name: string, params: readonly string[], scope: RequestScope): Promise<readonly Row[]>;
@@ -69,9 +48,8 @@ interface Member {
   readonly scope: RequestScope | undefined;
   readonly resolve: (row: Row | undefined) => void;
   readonly reject: (error: unknown) => void;
-  /** Resolved, rejected or left: nothing more is handed to it. */
   done: boolean;
-  /** Its batch went out (or it runs alone): it no longer counts as gathered. */
+  /** No longer counted as gathered. */
   sent: boolean;
   untrack: (() => void) | undefined;
 }
@@ -84,20 +62,16 @@ class Batch {
   live = 0;
 }
 
-/** Gathers a read (below); `gathered`: the members waiting for their batch to go out, each a statement waiting. */
+/** Gathers a read; `gathered` counts the members waiting for their batch to go out. */
 export type Gatherer = ((
   read: BatchedRead,
   params: readonly BatchParam[],
   scope: RequestScope | undefined,
 ) => Promise<Row | undefined>) & { readonly gathered: number };
 
-/**
- * The gatherer of one pool: `gather(read, params, scope)` gives the row `read` finds for `params`, or
- * `undefined`, asked together with the reads of the same pair this turn.
- */
+/** The gatherer of one pool. */
 export function batches(run: BatchRunner, max = MAX_BATCH, least = LEAST_WIDTH): Gatherer {
   const open = new Map<string, Batch>();
-  /** Members gathered in batches not yet sent, still wanting their row. */
   let gathered = 0;
 
   const settle = (member: Member, outcome: { row?: Row | undefined; error?: unknown }) => {
@@ -130,7 +104,7 @@ export function batches(run: BatchRunner, max = MAX_BATCH, least = LEAST_WIDTH):
     statement(read, members.slice(half), batch);
   };
 
-  /** One batch statement for `members` (a whole batch or a half), each handed the row of its place. */
+  /** One batch statement for `members` (a whole batch or a half). */
   const statement = (read: BatchedRead, members: readonly Member[], batch: Batch) => {
     run.batch(read.batch, columns(members, least), batch.scope).then(
       (rows) => {
@@ -172,7 +146,7 @@ export function batches(run: BatchRunner, max = MAX_BATCH, least = LEAST_WIDTH):
       const joined = batch;
       joined.members.push(member);
       joined.live += 1;
-      // Giving up leaves the batch: this member rejects now; the statement is cancelled once no member is left.
+      // Giving up leaves the batch at once; the statement is cancelled once no member is left.
       member.untrack = scope?.track('read', {
         state: null,
         cancel: () => {
@@ -190,10 +164,7 @@ export function batches(run: BatchRunner, max = MAX_BATCH, least = LEAST_WIDTH):
   return Object.defineProperty(gather, 'gathered', { get: () => gathered }) as Gatherer;
 }
 
-/**
- * The batch statement's parameters: per column, an array literal of every member's value, in order, then NULL
- * up to `least` places (LEAST_WIDTH).
- */
+/** Per column, an array literal of every member's value, in order, padded with NULL to `least` places. */
 function columns(members: readonly Member[], least: number): string[] {
   const width = members[0]?.params.length ?? 0;
   const padding = ',NULL'.repeat(Math.max(0, least - members.length));
@@ -204,6 +175,6 @@ function columns(members: readonly Member[], least: number): string[] {
   return out;
 }
 
-/** An integer or NULL, as an array literal's element (gather() took nothing else). */
+/** An array literal's element: gather() took only integers and NULL. */
 const literal = (value: BatchParam | undefined): string =>
   value === null || value === undefined ? 'NULL' : String(value);

@@ -1,25 +1,17 @@
 /**
- * What giving up does (contract §17), in one table. A request gives up when
- * its deadline passes or its client goes away; every statement and
- * transaction it has under way is tracked in its `RequestScope` until it
- * settles, and `abandon()` looks up, for each, the case it is in: where it
- * stands (`Stage`) and what it is (`Kind`). The case says what is done to it
- * and whether the work may have happened all the same. Afterwards its
- * connection is exactly in step and outside any transaction, or closed: the
- * driver sends a CancelRequest only for the statement its backend runs, with
- * nothing of another's written behind it, and writes nothing more on that
- * connection until the server has handled it (patch 013,
- * docs/driver-patches.md); a transaction's end is checked
- * (transaction.ts).
+ * What giving up does (contract §17), in one table. A request gives up when its deadline passes or its client goes
+ * away; its `RequestScope` tracks each statement and transaction under way, and `abandon()` applies to each the
+ * case of its `Stage` and `Kind`. Afterwards its connection is in step and outside any transaction, or closed: the
+ * driver cancels only the statement its backend runs, and writes nothing more on that connection until the server
+ * has handled the CancelRequest (patch 013, docs/driver-patches.md).
  */
 
 /** What a piece of work is: a read, a write outside a transaction, or a transaction (or one of its statements). */
 export type Kind = 'read' | 'write' | 'transaction';
 
 /**
- * Where it stands when its request gives up. A statement: `queued` (not yet written to a connection),
- * `pipelined` (written behind another's), `running` (the one its backend runs). A transaction: `waiting` (for a
- * connection), `open` (begun, none of its statements under way), `committing` (its COMMIT written).
+ * Where it stands: a statement `queued` (not yet written), `pipelined` (written behind another's) or `running`; a
+ * transaction `waiting` (for a connection), `open` (no statement under way) or `committing` (its COMMIT written).
  */
 export type Stage = 'waiting' | 'queued' | 'pipelined' | 'running' | 'open' | 'committing';
 
@@ -30,7 +22,7 @@ export type Stage = 'waiting' | 'queued' | 'pipelined' | 'running' | 'open' | 'c
  */
 export type Action = 'never-start' | 'drop' | 'cancel' | 'roll-back' | 'let-finish';
 
-/** Whether the work may have been done all the same: a 503 `unavailable` (`not-done`) or `outcome-unknown`. */
+/** Whether the work may have been done all the same: 503 `unavailable` (`not-done`) or `outcome-unknown`. */
 export type Outcome = 'not-done' | 'unknown';
 
 export interface Case {
@@ -42,10 +34,9 @@ const notDone = (action: Action): Case => ({ action, outcome: 'not-done' });
 const unknown = (action: Action): Case => ({ action, outcome: 'unknown' });
 
 /**
- * The cases. A statement of a transaction is `not-done` whatever becomes of it: no COMMIT follows it. A write
- * outside a transaction that was written may run to its end before the cancel lands (or without one, behind
- * another's statement): `unknown`. A COMMIT written cannot be called back: `unknown`, resolved later where the
- * transaction's id says (transaction.ts).
+ * The cases. A transaction's statement is `not-done` whatever becomes of it: no COMMIT follows. A write outside a
+ * transaction, once written, may run to its end before the cancel lands: `unknown`. A COMMIT written cannot be
+ * called back: `unknown`, until its transaction's id tells (transaction.ts).
  */
 export const ON_ABANDON: { readonly [S in Stage]: Partial<Record<Kind, Case>> } = {
   waiting: { transaction: notDone('never-start') },
@@ -71,18 +62,18 @@ export interface DriverQuery {
   readonly active?: boolean;
 }
 
-/** Where a statement stands. */
+/** Where a statement stands, as the driver has it. */
 export function stageOf(query: DriverQuery): Stage {
   if (query.state === null || query.state === undefined) return 'queued';
   return query.active === true ? 'running' : 'pipelined';
 }
 
-/** Whether the driver wrote `query` on a connection. */
+/** Whether the driver wrote `query` to a connection. */
 export function written(query: DriverQuery): boolean {
   return stageOf(query) !== 'queued';
 }
 
-/** A transaction of a request, as it moves from stage to stage. */
+/** A request's transaction; its code moves `stage`. */
 export interface TransactionMark {
   stage: 'waiting' | 'open' | 'committing';
 }
@@ -93,12 +84,12 @@ type Pending = { readonly query: DriverQuery; readonly kind: Kind } | { readonly
 export type Resolution = 'committed' | 'rolled-back' | 'unknown';
 
 export class RequestScope {
-  // Made when the request first runs a statement: most requests that never reach the database make none.
+  // Made on first use: most requests never reach the database.
   #pending: Set<Pending> | undefined;
   #abandoned = false;
   #outcome: Outcome | undefined;
 
-  /** Told what came of a COMMIT written for the request after it gave up (its answer said `unknown`). */
+  /** Told what came of a COMMIT the request had under way when it gave up (answered `unknown`). */
   resolved: ((resolution: Resolution) => void) | undefined;
 
   /** True once the request gave up: its handles send nothing more, and its transactions never commit. */
@@ -111,12 +102,12 @@ export class RequestScope {
     return this.#outcome;
   }
 
-  /** Tracks statement `query` of `kind` until the function returned is called, when it settled. */
+  /** Tracks `query` until the function returned is called. */
   track(kind: Kind, query: DriverQuery): () => void {
     return this.#add({ query, kind });
   }
 
-  /** Tracks a transaction from its wait for a connection until it ended; the caller moves `mark.stage`. */
+  /** Tracks a transaction from its wait for a connection to its end. */
   transaction(): { readonly mark: TransactionMark; readonly untrack: () => void } {
     const mark: TransactionMark = { stage: 'waiting' };
     return { mark, untrack: this.#add({ mark }) };
@@ -131,7 +122,7 @@ export class RequestScope {
     };
   }
 
-  /** Gives up: each piece of work gets its case's action; `unknown` when any case's outcome is. */
+  /** Gives up on everything tracked; `unknown` when any case's outcome is. */
   abandon(): Outcome {
     if (this.#outcome !== undefined) return this.#outcome;
     this.#abandoned = true;

@@ -1,9 +1,4 @@
-/**
- * The one way the service reaches PostgreSQL: the `Db` handle on a pool
- * (connection.ts opens it: on `DATABASE_URL`, or on the embedded database's
- * socket when it is unset or `memory:`) and on its transactions. Statements
- * come by name from `sql/queries/` (see statements.ts).
- */
+/** The one way the service reaches PostgreSQL: the `Db` handle on a pool, with statements from `sql/queries/`. */
 import { join } from 'node:path';
 import { SQL_DIR } from './sql-files.ts';
 import { connect, reconnectDelaySeconds, type DatabaseOptions, type Sql } from './connection.ts';
@@ -27,28 +22,21 @@ export interface Database extends Db {
   /** True when this start created the embedded database (never for a real server). */
   readonly created: boolean;
   /**
-   * A handle of its own on the pool for one unit of work (a request): it
-   * refuses statements while its own transaction is open. The database
-   * itself is shared by concurrent work, so it cannot. With `scope`, every
-   * statement it (and its transactions) runs is tracked there, so that the
-   * request that gives up can cancel them all (contract §17).
+   * A handle for one unit of work (a request), which refuses statements while its own transaction is open (the
+   * shared database cannot). With `scope`, its statements are tracked there, for a request that gives up.
    */
   handle(scope?: RequestScope): Db;
   /** The text of a statement, for the few places that compose whitelisted fragments into it. */
   statement(name: string): Statement;
   /** A transaction of the driver's own statements (`tx.unsafe`), outside any request: migrations, tests. */
   transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
-  /** Ends the pool (letting queries finish for up to `timeoutSeconds`) and closes the embedded database. */
+  /** Ends the pool, letting queries finish for up to `timeoutSeconds`. */
   close(timeoutSeconds?: number): Promise<void>;
 }
 
 export const QUERIES_DIR = join(SQL_DIR, 'queries');
 
-/**
- * Opens the database `options` describe: the pool (and the embedded
- * database, when there is no server), the statements of `sql/queries/`, the
- * count of the pool's use, and the pool's own handle.
- */
+/** Opens the database `options` describe (the embedded one when there is no server). */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const { sql, embedded, cancelAfter } = await connect(options);
   const statements = loadStatements(QUERIES_DIR);
@@ -62,8 +50,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const circuit = createCircuit({
     // Straight on the pool, past the circuit it probes for.
     probe: () => sql.unsafe(ping),
-    // 50 ms doubling to 1 s, with jitter: the pool's connections take turns, so the driver's own backoff (which
-    // each connection keeps from its own last close) does not pace them.
+    // Paced here: the pool's connections take turns, so the driver's backoff (per connection) does not pace them.
     delayMs: (attempt) => reconnectDelaySeconds(attempt) * 1000,
     ...(options.onCircuit === undefined ? {} : options.onCircuit),
   });

@@ -1,18 +1,8 @@
 /**
- * The embedded database's data-directory template (contract §16): the files
- * of a freshly initialised PGlite data directory, cleanly shut down, as a tar
- * archive compressed with Brotli (1.3 MB). A new data directory is these files
- * written out; it is not made by running `initdb` in this process, which costs
- * PGlite a second and a third WebAssembly instance and two copies of a
- * 128 MB heap (a peak of about 750 MB RSS that WebAssembly memory never
- * gives back), against a few megabytes for writing the files.
- *
- * The template belongs to one PGlite version (the catalog format changes with
- * PostgreSQL's), so its file is named after it:
- * `src/db/template/pglite-<version>.tar.br`, written by
- * `node scripts/build.mjs --template` and carried by the single executable
- * as an asset. When there is none for the installed PGlite, PGlite runs
- * `initdb` itself, as it did before there was a template.
+ * The embedded database's data-directory template (contract §16): a freshly initialised, cleanly shut down PGlite
+ * data directory as a Brotli-compressed tar. Running `initdb` in this process instead would cost PGlite two more
+ * WebAssembly instances and heaps, memory WebAssembly never gives back. The catalog format changes with PostgreSQL,
+ * so each PGlite version has its own (`node scripts/build.mjs --template`); without one, PGlite runs `initdb`.
  */
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,7 +24,6 @@ const TEMPLATE_DIR = new URL(
   import.meta.url,
 );
 
-/** The template's file name for PGlite `version`. */
 const templateFileName = (version: string): string => `pglite-${version}.tar.br`;
 
 /** The installed PGlite's version, from its package.json (not in its `exports`, so found beside its entry point). */
@@ -57,7 +46,7 @@ export function readTemplate(): Uint8Array | undefined {
 
 const BLOCK = 512;
 
-/** A tar entry's header (POSIX ustar): what the template holds, regular files and folders only. */
+/** A tar entry's header (POSIX ustar): the template holds only regular files and folders. */
 interface Header {
   readonly path: string;
   readonly type: 'file' | 'folder';
@@ -65,11 +54,7 @@ interface Header {
   readonly size: number;
 }
 
-/**
- * Writes the files of `template` (the compressed archive) into folder `dir`,
- * streaming: a few hundred kilobytes held at a time, never the 40 MB the
- * files take. `MARKER` is written last.
- */
+/** Writes the files of `template` into folder `dir`, streaming rather than holding them all; `MARKER` last. */
 export async function writeTemplate(template: Uint8Array, dir: string): Promise<void> {
   const archive = createBrotliDecompress();
   archive.end(template);

@@ -1,16 +1,7 @@
 /**
- * The embedded database (contract §1): PGlite, PostgreSQL compiled to
- * WebAssembly, served on a private Unix socket by pglite-socket so that the
- * service reaches it through the same `postgres` driver and SQL as a real
- * server.
- *
- * PGlite is single-process: a lock file in the data directory keeps a
- * second process (the command-line tool while the server runs, say) from
- * opening the same files.
- *
- * Small (contract §16): a new data directory is written from a template
- * (./embedded-template.ts) rather than made by `initdb` in this process, and
- * PostgreSQL runs with the memory settings of `SETTINGS`.
+ * The embedded database (contract §1): PGlite (PostgreSQL compiled to WebAssembly) on a private Unix socket, so that
+ * the service reaches it through the same `postgres` driver and SQL as a real server. PGlite is single-process: a
+ * lock file keeps a second process (the command-line tool while the server runs, say) from opening the same files.
  */
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
@@ -24,9 +15,7 @@ import { MARKER, readTemplate, writeTemplate } from './embedded-template.ts';
 import { EmbeddedDatabaseError } from './errors.ts';
 
 export interface EmbeddedDatabase {
-  /** Path of the Unix socket, for `postgres({ path })`. */
   readonly socketPath: string;
-  /** True when this start created the database (its files did not exist before). */
   readonly created: boolean;
   /** Stops the socket server and closes PGlite, flushing its files. */
   close(): Promise<void>;
@@ -35,42 +24,28 @@ export interface EmbeddedDatabase {
 const LOCK_FILE = 'orders.lock';
 
 /**
- * PostgreSQL's memory settings, passed on its command line so that they hold
- * for a data directory made by an earlier version too (its postgresql.conf
- * says `shared_buffers = 128MB`). WebAssembly memory never shrinks and
- * PostgreSQL zeroes its shared memory at start, so all of it stays resident:
- * a buffer pool of 8 MB rather than 128 MB (the files it would cache stay in
- * the system's page cache), and index builds (migrations) of at most 16 MB
- * rather than 64 MB.
+ * PostgreSQL's memory settings, on its command line so that they hold for a data directory made by an earlier
+ * version too. WebAssembly memory never shrinks and PostgreSQL zeroes its shared memory at start, so all of it
+ * stays resident: a small buffer pool (the files stay in the system's page cache), and small index builds.
  */
 const SETTINGS = ['shared_buffers=8MB', 'maintenance_work_mem=16MB'];
 
 /**
- * PostgreSQL stays in V8's baseline WebAssembly code (Liftoff) and is never
- * recompiled by the optimising compiler (TurboFan): that recompilation costs
- * 40 to 70 MB that stay with the process, and more processor time than it
- * saves (docs/operations.md, "The embedded database's memory"). These change
- * how WebAssembly is compiled from now on, nothing else. Set here, before
- * PGlite compiles its module, rather than on node's command line: `make run`,
- * the built programs and the tests each start node their own way.
+ * PostgreSQL stays in V8's baseline WebAssembly code: recompiling it with TurboFan costs memory that stays with the
+ * process, and more time than it saves (docs/operations.md). Set before PGlite compiles its module, not on node's
+ * command line: `make run`, the built programs and the tests each start node their own way.
  */
 const WASM_FLAGS = ['--no-wasm-tier-up', '--no-wasm-dynamic-tiering'];
 
-/**
- * PGlite's WebAssembly module and file-system bundle. PGlite finds them
- * beside its own modules in node_modules; the single executable carries them
- * as assets (scripts/build.mjs) and hands them over through PGlite's options.
- * Not `initdb.wasm`: the executable always has the data-directory template.
- */
+/** PGlite's WebAssembly module and file-system bundle from the single executable's assets (not `initdb.wasm`). */
 async function pgliteAssets(): Promise<PGliteOptions> {
   if (!sea.isSea()) return {};
   // The global WebAssembly object (its types come with the DOM library, not loaded here).
   const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: ArrayBuffer): Promise<unknown> } })
     .WebAssembly;
   const wasm = await compile(sea.getRawAsset('pglite/pglite.wasm') as ArrayBuffer);
-  // One copy of the bundle, which PGlite's file system keeps as the files' contents: the raw asset is read-only
-  // memory, and a Blob (getAssetAsBlob) would be copied twice, once into it and once out by `arrayBuffer()`,
-  // the one method PGlite calls. 12 MB less resident than the Blob.
+  // One copy, which PGlite keeps as the files' contents: the raw asset is read-only, and a Blob would be copied
+  // twice, into it and out by `arrayBuffer()`, the one method PGlite calls.
   const bundle = (sea.getRawAsset('pglite/pglite.data') as ArrayBuffer).slice(0);
   return {
     pgliteWasmModule: wasm as PGliteOptions['pgliteWasmModule'],
@@ -78,11 +53,7 @@ async function pgliteAssets(): Promise<PGliteOptions> {
   };
 }
 
-/**
- * PGlite's options for the data directory `dataDir` (`undefined`: in memory),
- * whose files this start `creates`: written here from the template, or, in
- * memory, loaded from it by PGlite. Without a template, PGlite runs `initdb`.
- */
+/** PGlite's options; a directory this start `creates` comes from the template (else PGlite runs `initdb`). */
 async function pgliteOptions(dataDir: string | undefined, creates: boolean): Promise<PGliteOptions> {
   for (const flag of WASM_FLAGS) setFlagsFromString(flag);
   const options: PGliteOptions = {
@@ -96,10 +67,7 @@ async function pgliteOptions(dataDir: string | undefined, creates: boolean): Pro
   return options;
 }
 
-/**
- * Opens the embedded database in `dataDir`, or in memory when `dataDir` is
- * `undefined`, and serves it on a socket accepting `maxConnections`.
- */
+/** Opens the embedded database in `dataDir` (in memory when `undefined`) and serves it on a socket. */
 export async function openEmbedded(dataDir: string | undefined, maxConnections: number): Promise<EmbeddedDatabase> {
   let created = true;
   let releaseLock = () => {};

@@ -1,18 +1,9 @@
-/**
- * Which database errors mean "the database cannot be reached" (contract §5: 503)
- * rather than a bug. Callers branch on these; everything else is re-thrown.
- */
+/** Which database errors mean "the database cannot be reached" (contract §5: 503) rather than a bug. */
 
 /** The code of `DeadlineExceeded`. */
 export const DEADLINE_EXCEEDED = 'DATABASE_DEADLINE_EXCEEDED';
 
-/**
- * A request's database work did not finish within its deadline (contract §11:
- * 5 s in all). Its statements that were not sent are dropped from the queue,
- * one that was sent is cancelled, and its transaction rolls back: nothing of
- * it is done (contract §17). Where that cannot be known (a COMMIT sent and not
- * answered) the request gets `OutcomeUnknown` instead.
- */
+/** A request's database work did not finish within its deadline (contract §11), and none of it was done. */
 export class DeadlineExceeded extends Error {
   override name = 'DeadlineExceeded';
   readonly code = DEADLINE_EXCEEDED;
@@ -21,13 +12,9 @@ export class DeadlineExceeded extends Error {
   }
 }
 
-/**
- * Settles like `work`, or rejects with `DeadlineExceeded` (or what `late`
- * makes) after `ms`. A late failure of the abandoned work is dropped: its
- * request has been answered.
- */
+/** Settles like `work`, or rejects with `DeadlineExceeded` (or what `late` makes) after `ms`. */
 export function withDeadline<T>(work: Promise<T>, ms: number, late?: () => Error): Promise<T> {
-  // One promise and one timer per request: this runs on every request.
+  // One promise and one timer: this runs on every request.
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(late === undefined ? new DeadlineExceeded(ms) : late()), ms);
     work.then(
@@ -43,31 +30,21 @@ export function withDeadline<T>(work: Promise<T>, ms: number, late?: () => Error
   });
 }
 
-/**
- * A request's time for the database (contract §11), which stands still while
- * its body is read: the client's upload is not the database's wait.
- */
+/** A request's time for the database, paused while its body is read: the upload is not the database's wait. */
 export interface Deadline {
-  /** Stops the clock (the body is being read); no effect once it has run out. */
   pause(): void;
   resume(): void;
-  /** True once the time ran out: the request has been answered 503. */
   readonly expired: boolean;
 }
 
 /** A request's clock for the database, with what races it. */
 export interface RequestClock extends Deadline {
-  /**
-   * Settles like `work`, or rejects once the clock has run for its time in all, pauses left out, with the error
-   * of its expiry (made once, when it expires). As with `withDeadline()`, the abandoned work's late failure is
-   * dropped.
-   */
+  /** Settles like `work`, or rejects with the expiry's error once the clock has run its time, pauses left out. */
   race<T>(work: Promise<T>): Promise<T>;
-  /** The work is done: the clock stops for good. */
   settle(): void;
 }
 
-/** A clock of `ms` started now; when it runs out, `expired()` makes the error every race then rejects with. */
+/** A clock of `ms` started now; `expired()` makes the error races reject with. */
 export function startDeadline(ms: number, expired: () => Error = () => new DeadlineExceeded(ms)): RequestClock {
   return new PausableDeadline(ms, expired);
 }
@@ -78,7 +55,6 @@ class PausableDeadline implements RequestClock {
   #left: number;
   #since = performance.now();
   #timer: NodeJS.Timeout | undefined;
-  /** Made on the first race: rejects when the clock runs out. */
   #lapse: Promise<never> | undefined;
   #reject: ((error: Error) => void) | undefined;
   #error: Error | undefined;
@@ -132,11 +108,8 @@ class PausableDeadline implements RequestClock {
 export const OUTCOME_UNKNOWN = 'DATABASE_OUTCOME_UNKNOWN';
 
 /**
- * A write was sent and no answer came (a COMMIT, or a write outside a
- * transaction, when its connection was lost or its deadline passed): it may
- * have been done or not (contract §17). The request is answered 503
- * `outcome-unknown`: the client retries with its `Idempotency-Key`, or looks
- * the resource up.
+ * A write (a COMMIT, or a write outside a transaction) was sent and no answer came: it may or may not have been
+ * done. Answered 503 `outcome-unknown`: the client retries with its `Idempotency-Key`, or looks the resource up.
  */
 export class OutcomeUnknown extends Error {
   override name = 'OutcomeUnknown';
@@ -156,11 +129,7 @@ export const OUTCOME_KNOWN = 'database: the outcome of an outcome-unknown answer
 /** The code of `DatabaseUnreachable`. */
 export const DATABASE_UNREACHABLE = 'DATABASE_UNREACHABLE';
 
-/**
- * The database is out of reach (contract §17: the circuit is open after
- * connections failed in a row, or the queue for connections is full): the
- * statement was never sent.
- */
+/** The circuit is open or the queue for connections is full: the statement was never sent. */
 export class DatabaseUnreachable extends Error {
   override name = 'DatabaseUnreachable';
   readonly code = DATABASE_UNREACHABLE;
@@ -186,15 +155,12 @@ const CONNECTION_CODES = new Set([
   DATABASE_UNREACHABLE,
 ]);
 
-// SQLSTATEs (PostgreSQL Appendix A): class 08 connection exceptions, the server
-// shutting down, starting up, or out of connection slots, a statement cancelled,
-// a server that is not (or not yet) a primary (25006, read_only_sql_transaction:
-// a standby being promoted, or a primary restarted read-only), and a transaction
-// rolled back to end a conflict (40001, 40P01) that its retries met again
-// (transaction.ts, retryingConflicts): not done, try later.
+// Not done, try later: class 08 (connection), the server shutting down, starting up or out of slots, a statement
+// cancelled, a server not (yet) a primary (25006: a standby being promoted, or a primary restarted read-only), and
+// a conflict (40001, 40P01) that its retries met again (retryingConflicts).
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014', '25006', '40001', '40P01']);
 
-/** True when `error` says the database is unreachable, overloaded or shutting down. */
+/** Whether `error` says the database is unreachable, overloaded or shutting down. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const code = (error as { code?: unknown }).code;
@@ -202,9 +168,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return CONNECTION_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
 }
 
-// The failures that say the database cannot be reached at all (contract §17's circuit counts them): not a
-// deadline of the service's own, not a cancelled statement, not a read-only server, not a conflict (reached,
-// and answering).
+// Unavailable, but reached (or the service's own doing): not counted by the circuit.
 const NOT_CONNECTION_FAILURES = new Set([
   DEADLINE_EXCEEDED,
   DATABASE_UNREACHABLE,
@@ -215,7 +179,7 @@ const NOT_CONNECTION_FAILURES = new Set([
   '40P01',
 ]);
 
-/** True when `error` says the database could not be reached or dropped the connection. */
+/** Whether `error` says the database could not be reached or dropped the connection. */
 export function isConnectionFailure(error: unknown): boolean {
   if (!isDatabaseUnavailable(error)) return false;
   return !NOT_CONNECTION_FAILURES.has((error as { code: string }).code);
@@ -224,16 +188,14 @@ export function isConnectionFailure(error: unknown): boolean {
 /** The PostgreSQL error code of a unique-constraint violation. */
 export const UNIQUE_VIOLATION = '23505';
 
-/** The embedded database cannot be opened (its data directory is in use). */
+/** The embedded database cannot be opened. */
 export class EmbeddedDatabaseError extends Error {
   override name = 'EmbeddedDatabaseError';
 }
 
 /**
- * What the operator should check when `error` points at a transaction-mode
- * pooler in front of a service with `DB_PREPARE=on` (contract §17): a
- * prepared statement the server session does not know (26000), or a
- * startup parameter the pooler refuses. `undefined` for any other error.
+ * The fix when `error` points at a transaction-mode pooler in front of `DB_PREPARE=on`: a prepared statement the
+ * server session does not know (26000), or a startup parameter the pooler refuses.
  */
 export function poolerHint(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;

@@ -1,14 +1,7 @@
 /**
- * The handles of database.ts: on the pool, on a request's own use of it, and
- * on their transactions, each running named statements (statements.ts).
- * Around every statement: the circuit (circuit.ts: refused at once while the
- * database is out of reach), the bound on work waiting for a connection, the
- * pool's count of its use, the client-kept statement time-out, and the
- * request's scope (cancellation.ts), which tracks what the request has under way so
- * that a request that gives up cancels it (contract §17, cancellation.ts). A
- * write sent and never answered (its connection lost) is `OutcomeUnknown`: a
- * write outside a transaction, or a COMMIT that the transaction's id cannot
- * tell.
+ * The handles of database.ts, on the pool, on a request's use of it, and on their transactions. Around every
+ * statement: the circuit, the bound on work waiting for a connection, the pool's count of its use, the client-kept
+ * statement time-out, and the request's scope (cancellation.ts).
  */
 import type postgres from 'postgres';
 import type { Circuit } from './circuit.ts';
@@ -31,19 +24,15 @@ import {
 } from './transaction.ts';
 import { type BatchedRead, type BatchParam, batches } from './batch.ts';
 
-/** The pool, or a transaction taken from it. */
 type Queryable = Sql | TransactionSql;
 
-/** Where a handle runs: the pool or a transaction, for whose request (`scope`), the pool's own handle being none. */
+/** Where a handle runs, and for which request (none for the pool's own handle). */
 interface Place {
   readonly on: Queryable;
   readonly scope: RequestScope | undefined;
 }
 
-/**
- * The handles on `sql` and its transactions: `(on, guarded, scope)` makes one on `on`, which refuses its
- * statements while its own transaction is open when `guarded`, and tracks them in `scope`.
- */
+/** Makes the handles on `sql` and its transactions. */
 export function handles(
   sql: Sql,
   statement: (name: string) => Statement,
@@ -54,10 +43,7 @@ export function handles(
 ): (on: Queryable, guarded: boolean, scope: RequestScope | undefined) => Tx {
   const maxWaiting = Math.max(MIN_WAITING, pool.size * WAITING_PER_CONNECTION);
   const texts = transactionTexts(statement);
-  /**
-   * Before any work on the pool: refused at once while the database is out of reach, or too much waits. A read
-   * gathered for a batch not yet sent counts as a statement waiting (`gathered`), as it did alone.
-   */
+  /** Refuses work at once while the database is out of reach or too much waits (gathered reads included). */
   const admit = (place: Place, gathered = 0) => {
     if (place.scope?.abandoned === true) throw new DeadlineExceeded(0);
     circuit.check();
@@ -66,12 +52,7 @@ export function handles(
       throw new DatabaseUnreachable(`${waiting} statements and transactions already wait for a connection`);
   };
 
-  /**
-   * Runs statement `name` in `place`, refusing a statement whose header
-   * declares a result shape the caller does not take (`-- name: X :one`
-   * run with `many()` is a bug in one of the two), and a `:one` that
-   * returned more than one row.
-   */
+  /** Runs statement `name` in `place`, checked against its header (statements.ts). */
   const run = async (
     name: string,
     shape: ResultShape,
@@ -105,22 +86,19 @@ export function handles(
     return result;
   };
 
-  /** The reads of one row that requests ask of the pool in one turn, gathered into one statement (batch.ts). */
   const gather = batches({
     single: (name, params, scope) => run(name, 'opt', params, { on: sql, scope }),
     batch: (name, params, scope) => run(name, 'many', params, { on: sql, scope }),
   });
 
-  /** What PostgreSQL says became of transaction `xid` (`txid_status()`). */
   const statusOf = async (xid: number) => {
     const [row] = await run('TransactionStatus', 'one', [xid], { on: sql, scope: undefined });
     return (row as unknown as RowOf<'TransactionStatus'>).status;
   };
 
   /**
-   * A transaction on the pool for `place`, tracked in its scope from its wait for a connection to its end. A
-   * COMMIT whose connection was lost is looked up: committed, the work's value; rolled back, the loss (503, not
-   * done); else `OutcomeUnknown`. A request that gave up while its COMMIT was under way is told what came of it.
+   * A transaction on the pool. A COMMIT whose connection was lost is looked up: committed, the work's value; rolled
+   * back, the loss (503, not done); else `OutcomeUnknown`. A request that gave up meanwhile is told what came of it.
    */
   const transaction = async <T>(place: Place, inner: (tx: TransactionSql) => Promise<T>): Promise<T> => {
     admit(place);
@@ -166,7 +144,7 @@ export function handles(
     }
   };
 
-  /** A handle on `on`; `guarded`: it refuses statements while its own transaction is open. */
+  /** `guarded`: the handle refuses statements while its own transaction is open. */
   const handleOn = (on: Queryable, guarded: boolean, scope: RequestScope | undefined): Tx => {
     const place: Place = { on, scope };
     let open = false;
@@ -174,7 +152,6 @@ export function handles(
       if (open) throw new TransactionOpenError(name);
     };
     type Inner<T> = (tx: TransactionSql) => Promise<T>;
-    /** Runs `work` on a new handle of the transaction `start` opens, refusing this handle's statements meanwhile. */
     const nested = async <T>(
       work: (db: Tx) => Promise<T>,
       start: (inner: Inner<T>) => Promise<unknown>,
@@ -187,9 +164,8 @@ export function handles(
         open = false;
       }
     };
-    // The pool's own handles are typed `Db` where they are handed out. Each statement's parameters and row are
-    // typed by its name (statements.generated.ts, from what PostgreSQL says of it): here, where the driver's rows
-    // come in, they are taken as that type.
+    // Typed by statement name (statements.generated.ts): here, where the driver's rows come in, they are taken as
+    // that type. The pool's own handles are typed `Db` where they are handed out.
     const handle = {
       pool,
       async one(name: string, params: readonly Param[] = []) {
@@ -206,7 +182,6 @@ export function handles(
       },
       async batched(read: BatchedRead, params: readonly BatchParam[]) {
         ready(read.single);
-        // In a transaction, its own statement; on the pool, gathered with the other requests' of this turn.
         if (on !== sql) return (await run(read.single, 'opt', params, place))[0];
         admit(place, gather.gathered);
         return await gather(read, params, scope);
@@ -220,7 +195,7 @@ export function handles(
         return (await run(name, 'exec', params, place)).count;
       },
       begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        // On a transaction, the same one; on the pool, a new one (counted in the pool's use: countPoolUsage()).
+        // On a transaction, the same one; on the pool, a new one.
         return nested(work, (inner) => ('savepoint' in on ? inner(on) : transaction(place, inner)));
       },
       savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
@@ -235,10 +210,9 @@ export function handles(
 }
 
 /**
- * contract §17: the statements and transactions that may wait for a connection at once, per connection of the
- * pool, and at least (the embedded database has one connection); past that, a new one is refused (503) rather
- * than queued. What a request gave up on leaves the queue at once (cancellation.ts): this bounds what may wait, not
- * for how long.
+ * The statements and transactions that may wait for a connection, per connection and at least (the embedded
+ * database has one); past that, a new one is refused (503) rather than queued. This bounds what waits, not how
+ * long: what a request gave up on leaves the queue at once.
  */
 export const WAITING_PER_CONNECTION = 32;
 export const MIN_WAITING = 256;

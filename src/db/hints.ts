@@ -1,10 +1,7 @@
 /**
- * What to do about a failure that stops start-up (or a command): the database, the role or its password
- * refused, or a server that takes no writes. One clause naming the fix, for the line that names the cause;
- * never anything of the URL, which may hold a password.
+ * The fix for a failure that stops start-up (the database, the role or its password refused, or a server that takes
+ * no writes), one clause for the line that names the cause; never anything of the URL, which may hold a password.
  */
-
-/** The fix for `error` when it is one of these refusals, else `undefined`. */
 export function startupFix(error: unknown): string | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, message } = error as { code?: unknown; message?: unknown };

@@ -1,11 +1,7 @@
 /**
- * The keys the service signs with (contract §4: cursors; §10: tokens), kept
- * in the database so that every process that names it shares them: the first
- * process to start writes each, from node's random source; every process
- * reads what was kept (sql/queries/keys.sql). The cursor key can be rotated
- * (`orders keys rotate`): the new one seals, the one it replaced still opens,
- * and every process reads them again at least once a minute, and at once when
- * a cursor comes that neither of its keys opens.
+ * The keys the service signs with (contract §4: cursors; §10: tokens), kept in the database so that every process
+ * shares them; the first process to start writes each. After a rotation (`orders keys rotate`), the old cursor key
+ * still opens.
  */
 import { randomBytes } from 'node:crypto';
 import type { Database } from './database.ts';
@@ -18,26 +14,22 @@ export async function serviceKey(db: Database, name: KeyName): Promise<Uint8Arra
   return new Uint8Array((await db.one('ServiceKey', [name])).key);
 }
 
-/** The cursor keys a process holds (contract §4), and how it reads them again. */
+/** The cursor keys a process holds, and how it reads them again. */
 export interface CursorKeys {
   /** The current key, which seals, then the previous one when a rotation kept one. */
   readonly keys: readonly Uint8Array[];
-  /** Reads them again from the database, at most once a second (callers meanwhile share the next read). */
+  /** Reads them again, at most once a second (callers meanwhile share the next read). */
   reload(): Promise<void>;
-  /** Stops reading them every `KEYS_RELOAD_MS`. */
   stop(): void;
 }
 
 /** How often a process reads the cursor keys again: two rotations at least this far apart fail no cursor. */
 export const KEYS_RELOAD_MS = 60_000;
 
-/** How often a process reads the cursor keys again at most, when a cursor none of its keys opens comes. */
+/** The least time between reads when a cursor no key opens comes: a flood of them costs one read a second. */
 export const RELOAD_AT_MOST_EVERY_MS = 1_000;
 
-/**
- * The cursor keys of `db` (the current one written now if this is the first start), read again every
- * `KEYS_RELOAD_MS` (`failed` is told when that read fails) until `stop()`.
- */
+/** The cursor keys of `db`, read again every `KEYS_RELOAD_MS` until `stop()`. */
 export async function cursorKeys(db: Database, failed: (error: unknown) => void = () => {}): Promise<CursorKeys> {
   await serviceKey(db, 'cursor');
   const read = async () => (await db.many('CursorKeys')).map((row) => new Uint8Array(row.key));
@@ -54,8 +46,7 @@ export async function cursorKeys(db: Database, failed: (error: unknown) => void 
     },
     reload() {
       if (reading !== undefined) return reading;
-      // At most once a second: a caller within that second waits for the next read (a flood of cursors none of
-      // the keys opens costs one read a second, and a rotation's first cursor is still taken).
+      // A caller within the second waits for the next read, so a rotation's first cursor is still taken.
       const wait = Math.max(0, last + RELOAD_AT_MOST_EVERY_MS - performance.now());
       reading = new Promise((resolve) => setTimeout(resolve, wait))
         .then(() => {
@@ -76,10 +67,7 @@ export async function cursorKeys(db: Database, failed: (error: unknown) => void 
   return held;
 }
 
-/**
- * Rotates the cursor key: a new one seals from now on, the replaced one still opens. False: nothing rotated (no
- * key yet, or another rotation at the same time).
- */
+/** Rotates the cursor key; false when nothing rotated (no key yet, or another rotation at the same time). */
 export async function rotateCursorKey(db: Database): Promise<boolean> {
   return (await db.opt('RotateCursorKey', [randomBytes(32)])) !== undefined;
 }

@@ -1,12 +1,8 @@
 /**
- * The migration runner (contract §12): `sql/migrations/NNNN_name.sql`, applied in
- * order, each in its own transaction, recorded with a SHA-256 checksum in
- * `schema_migrations`. Each of those transactions first takes a
- * transaction-level advisory lock, then reads what is applied: of processes
- * that start at once, one applies the next file while the others wait, and
- * then find it recorded. No lock outlives its transaction, so nothing relies
- * on a session (a transaction-mode pooler's clients share them; contract §17).
- * An applied file whose contents changed stops start-up.
+ * The migration runner (contract §12): `sql/migrations/NNNN_name.sql` in order, each in its own transaction,
+ * recorded with a checksum. Each transaction takes a transaction-level advisory lock before reading what is applied,
+ * so of processes that start at once one applies the next file while the others wait; a session-level lock would
+ * not hold behind a transaction-mode pooler, whose clients share sessions.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -45,10 +41,7 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
   return migrations;
 }
 
-/**
- * Applies the migrations `db` lacks and returns the names of those it applied.
- * Throws `MigrationError` when an applied migration's file has changed.
- */
+/** Applies the migrations `db` lacks and returns their names; an applied file that changed throws. */
 export async function migrate(db: Database, migrations: readonly Migration[] = readMigrations()): Promise<string[]> {
   const done: string[] = [];
   for (;;) {

@@ -1,11 +1,7 @@
 /**
- * What answers at `DATABASE_URL`'s address when start-up's attempts fail
- * without a refusal (contract §1, `DATABASE_WAIT`): PostgreSQL's first
- * message, an SSLRequest, is sent on a connection of its own, and the answer
- * says what the peer is. A server or a pooler answers one byte, `S` or `N`
- * (or an `E` error); anything else is not PostgreSQL (an HTTP server answers
- * `HTTP/1.1 400`); silence is named too. The probe sends nothing more and
- * closes its connection.
+ * What answers at `DATABASE_URL`'s address when start-up's attempts fail without a refusal: an SSLRequest, on a
+ * connection of its own, is answered `S`, `N` (or an `E` error) by a server or a pooler, and by anything else with
+ * something else (an HTTP server: `HTTP/1.1 400`).
  */
 import { connect } from 'node:net';
 
@@ -17,13 +13,7 @@ export interface Peer {
 /** PostgreSQL's SSLRequest: length 8, then the code 80877103 (protocol, "SSLRequest"). */
 const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]);
 
-/**
- * The first host of a `postgres://` URL (of several, libpq's form), or `undefined` without one (the embedded
- * database, `memory:`, a socket or `PGHOST`).
- *
- * @example
- * firstPeer('postgres://u:p@db1:6432,db2/orders'); // { host: 'db1', port: 6432 }
- */
+/** The first host of a `postgres://` URL (libpq's `db1:6432,db2` form too), or `undefined` when it names none. */
 export function firstPeer(url: string | undefined): Peer | undefined {
   if (url === undefined || !url.includes('://')) return undefined;
   const authority = url.slice(url.indexOf('://') + 3).split(/[/?#]/, 1)[0] as string;
@@ -37,7 +27,7 @@ export function firstPeer(url: string | undefined): Peer | undefined {
   }
 }
 
-/** One line saying what `peer` is, from its answer to an SSLRequest within `ms`. */
+/** One line saying what `peer` is. */
 export function identifyPeer(peer: Peer, ms: number): Promise<string> {
   const where = `${peer.host.includes(':') ? `[${peer.host}]` : peer.host}:${peer.port}`;
   return new Promise((resolve) => {
@@ -66,7 +56,6 @@ export function identifyPeer(peer: Peer, ms: number): Promise<string> {
   });
 }
 
-/** The first bytes of a peer's answer as text: runs of what is not printable ASCII become one space. */
 function printable(data: Buffer): string {
   return data
     .toString('latin1', 0, 40)

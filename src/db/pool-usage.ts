@@ -1,39 +1,23 @@
 /**
- * How busy the pool is (GET /metrics): pieces of work holding or waiting for
- * a connection, counted around each statement and transaction.
- */
-
-/**
- * The pool's use, counted here around every statement run on the pool and
- * every transaction (its reserved connection), since the `postgres` driver
- * exposes neither its busy connections nor its queue. A statement inside a
- * transaction is the transaction's. A connection runs one statement or
- * transaction at a time (the driver pipelines further statements onto busy
- * connections, where they wait all the same), so of `active` pieces of
- * work, `size` at most hold a connection and the rest wait. Two additions
- * per statement: every request pays for it. Nothing of the driver is
- * changed: its callers count through `counted` and `held`.
+ * How busy the pool is (GET /metrics), counted around every statement on the pool and every transaction, since the
+ * driver exposes neither its busy connections nor its queue. A connection runs one statement or transaction at a
+ * time (statements pipelined onto busy connections wait all the same), so of the active pieces of work, `size` at
+ * most hold a connection and the rest wait.
  */
 export interface PoolUsage {
   /** Connections the pool may open (`DB_POOL_MAX`; 1 for the embedded database). */
   readonly size: number;
-  /** Connections busy with a statement or a transaction. */
   readonly inUse: number;
-  /** Statements and transactions waiting for a connection. */
   readonly waiting: number;
-  /** contract §17: whether statements are refused at once now, the database being out of reach (circuit.ts). */
+  /** Whether statements are refused at once now (circuit.ts). */
   readonly circuitOpen: boolean;
 }
 
 /** The pool's use, and the wrappers that count a piece of work in it. */
 export interface PoolCounter {
   readonly pool: PoolUsage;
-  /** Counts `work` as active until it settles. */
   readonly counted: <T>(work: PromiseLike<T>) => Promise<T>;
-  /**
-   * Counts a transaction as active from its wait for a connection: the function returned ends it (once, however
-   * often it is called), when the connection was released or never came.
-   */
+  /** Counts a transaction from its wait for a connection until the function returned is first called. */
   readonly held: () => () => void;
 }
 

@@ -1,9 +1,6 @@
 /**
- * A list's order in SQL (contract §4), from fixed fragments: the `ORDER BY`
- * of a sort, the row's keyset position (`sort_key`) that a cursor carries,
- * and the keyset condition of a cursor page, which continues after that
- * position as an index range. Only the keys, their directions and the fixed
- * column maps choose the text; a cursor's values travel as parameters.
+ * A list's order in SQL (contract §4): `ORDER BY`, the keyset position a cursor carries, and a cursor page's
+ * condition. Only the keys, their directions and fixed column maps choose the text; values travel as parameters.
  */
 import type { Param } from './database.ts';
 
@@ -14,15 +11,8 @@ export interface Sort<K extends string> {
 }
 
 /**
- * The `ORDER BY` list for `sort`, from a fixed map of sort keys to SQL
- * expressions: nothing from the request reaches the SQL text but the choice
- * among those. `id` ends the list as the tie-breaker, so pages never overlap;
- * it runs in the direction of the last key, so that one index on
- * (key, id), read forwards or backwards, delivers the whole order.
- *
- * @example
- * orderBy([{ key: 'createdAt', descending: true }], { id: 'p.id', createdAt: 'p.created_at' })
- * // 'p.created_at DESC, p.id DESC'
+ * The `ORDER BY` list for `sort`. `id` ends it as the tie-breaker, so pages never overlap, in the direction of the
+ * last key, so that one index on (key, id), read forwards or backwards, delivers the whole order.
  */
 export function orderBy<K extends string>(
   sort: readonly Sort<K>[],
@@ -33,7 +23,7 @@ export function orderBy<K extends string>(
   return parts.join(', ');
 }
 
-/** The SQL type of a sort key's values (as src/http/sort-order.ts's `KeyType`). */
+/** The SQL type of a sort key's values. */
 export type KeyType = 'bigint' | 'numeric' | 'text' | 'timestamptz';
 
 /** A key of a list's order, `id` last, with the SQL type of its values. */
@@ -42,10 +32,8 @@ export interface OrderKey extends Sort<string> {
 }
 
 /**
- * A cursor's value as SQL takes it: a parameter of text, cast to the key's
- * type. A timestamp goes through text: a parameter the server types as
- * timestamptz would be written by the driver from a JavaScript Date, which
- * keeps milliseconds and drops the microseconds the keyset needs.
+ * A cursor's value is a text parameter cast to the key's type. A timestamptz parameter would be written by the
+ * driver from a JavaScript Date, which drops the microseconds the keyset needs.
  */
 const CAST: Readonly<Record<KeyType, string>> = {
   bigint: '::bigint',
@@ -62,32 +50,17 @@ const AS_TEXT: Readonly<Record<KeyType, (column: string) => string>> = {
   timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
 };
 
-/**
- * The row's keyset position as the list statements return it (their
- * `{{sortKey}}`, as `sort_key`): a JSON array of each key's value as text,
- * which a cursor carries and `keyset()` casts back.
- *
- * @example
- * sortKey([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: true, type: 'bigint' }],
- *   { id: 'o.id', total: 'o.total' })
- * // 'json_build_array(o.total::text, o.id::text)'
- */
+/** The row's keyset position (`sort_key`): a JSON array of each key's value as text, which `keyset()` casts back. */
 export function sortKey(order: readonly OrderKey[], columns: Readonly<Record<string, string>>): string {
   return `json_build_array(${order.map((k) => AS_TEXT[k.type](column(columns, k.key))).join(', ')})`;
 }
 
 /**
- * The keyset condition of a cursor page (contract §4): the rows after the
- * position `after` (a value per key of `order`) in that order, as fixed SQL
- * chosen by the keys and their directions only; the values are parameters
- * numbered from `$first`, each cast to its key's type. Keys in `pinned`
- * (every row has the same value: an equality filter) are left out. Keys of
- * one direction in a row compare as one row value, which a B-tree index on
- * those columns reads as a range; where directions change, the later keys
- * decide only among ties of the earlier ones (the expanded OR form), and the
- * first run of keys also bounds the range on its own, so that an index on
- * its columns still starts at the position. Every sort column is NOT NULL:
- * a nullable one would need its own NULL ordering here.
+ * The condition of the rows after position `after`, its values parameters from `$first`; `pinned` keys are left
+ * out. Keys of one direction in a row compare as one row value, which a B-tree index reads as a range; where
+ * directions change, later keys decide only among ties (the expanded OR form), and the first run also bounds the
+ * range on its own so that an index still starts at the position. Every sort column is NOT NULL: a nullable one
+ * would need its own NULL ordering here.
  *
  * @example
  * keyset([{ key: 'total', descending: true, type: 'numeric' }, { key: 'id', descending: false, type: 'bigint' }],

@@ -1,12 +1,7 @@
 /**
- * The service's SQL files (`sql/`: queries, migrations, seed data), read from
- * the folder beside the program, or, in the single executable (`dist/orders`,
- * Node's single executable applications), from the assets it carries, keyed
- * by their path under `sql/` (scripts/build.mjs puts them there).
- *
- * `sql/` is one folder above this file (`src/db/../../sql`) in the sources,
- * and one folder above the built program (`dist/orders.mjs`): the build
- * defines `SQL_FROM_BUNDLE` so that the same code finds it from both.
+ * The service's SQL files (`sql/`), read from beside the program or, in the single executable, from its assets,
+ * keyed by their path under `sql/` (scripts/build.mjs). The build defines `SQL_FROM_BUNDLE`: the built program
+ * (`dist/orders.mjs`) is one folder below `sql/`'s parent, this file two.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import sea from 'node:sea';
@@ -23,10 +18,7 @@ const inExecutable = sea.isSea();
 // Node 26's API (the executable is built with it); @types/node 20 lacks it.
 const assetKeys = (): string[] => (sea as typeof sea & { getAssetKeys(): string[] }).getAssetKeys();
 
-/**
- * The asset key of `dir` (a folder under `sql/`), or `undefined` when it is not one or the program is not the single
- * executable.
- */
+/** The asset key of `dir`, in the single executable. */
 function assetFolder(dir: string): string | undefined {
   if (!inExecutable) return undefined;
   const path = relative(SQL_DIR, dir);
@@ -34,7 +26,7 @@ function assetFolder(dir: string): string | undefined {
   return `sql/${path.split(sep).join('/')}`;
 }
 
-/** The names of the `.sql` files in folder `dir`, sorted. */
+/** The `.sql` files in `dir`, sorted. */
 export function sqlFileNames(dir: string): string[] {
   const folder = assetFolder(dir);
   const names =

@@ -1,26 +1,21 @@
 /**
- * Named SQL statements, sqlc style: every query the service runs lives in a
- * `.sql` file under `sql/queries/`, each statement under a header
+ * Named SQL statements, sqlc style: every query lives in a `.sql` file under `sql/queries/`, under a header
  *
  *     -- name: GetProduct :opt reads
  *     -- params: id
  *     -- not null: price
  *
- * naming it, its result (`:one` exactly one row, `:opt` none or one, `:many`,
- * `:exec`), whether it may change anything (`reads` or `writes`; a lock taken
- * is a write), its parameters `$1…` by name (`?`: may be NULL), and which of
- * its computed columns are never NULL (a table's column says so itself). The
- * files are read once at start-up; TypeScript refers to statements by name,
- * typed by what PostgreSQL says of each (statement-types.ts, generated).
+ * naming it, its result (`:one` exactly one row, `:opt` none or one, `:many`, `:exec`), whether it may change
+ * anything (`reads` or `writes`; a lock taken is a write), its parameters `$1…` by name (`?`: may be NULL), and
+ * which of its computed columns are never NULL (a table's column says so itself).
  */
 import { readSqlFile, sqlFileNames } from './sql-files.ts';
 
 export type ResultShape = 'one' | 'opt' | 'many' | 'exec';
 
-/** A parameter as the header names it: `$1` is the first. */
+/** A parameter as the header names it. */
 export interface NamedParam {
   readonly name: string;
-  /** Named with `?`: NULL is a value it takes. */
   readonly nullable: boolean;
 }
 
@@ -29,15 +24,9 @@ export interface Statement {
   readonly shape: ResultShape;
   readonly text: string;
   readonly file: string;
-  /**
-   * Its header says `writes`: it may change data or take a lock. Sent outside a transaction and not answered,
-   * it may have been done (contract §17, cancellation.ts); it never runs on a read replica. A `reads` statement
-   * changes nothing (test/db/statement-writes.test.ts checks each against PostgreSQL).
-   */
+  /** May change data or take a lock: never run on a read replica; sent alone and not answered, maybe done. */
   readonly writes: boolean;
-  /** Its parameters in order (`-- params: id, owner?`); none when the header has no such line. */
   readonly params: readonly NamedParam[];
-  /** Computed columns it declares never NULL (`-- not null: total, items`). */
   readonly notNull: readonly string[];
 }
 
@@ -52,7 +41,6 @@ const NOT_NULL = /^--\s*not null:\s*(.*)$/;
 const IDENTIFIER = /^[a-z][A-Za-z0-9]*\??$/;
 const COLUMN = /^[a-z_][a-z0-9_]*$/;
 
-/** The comma-separated names of a `params:` or `not null:` line, each matching `form`. */
 function names(list: string, form: RegExp, line: string, file: string): string[] {
   // A line that ends in a comma goes on on the next.
   const found = list
@@ -63,12 +51,7 @@ function names(list: string, form: RegExp, line: string, file: string): string[]
   return found;
 }
 
-/**
- * Splits one file's text into its named statements.
- *
- * @example
- * parseStatements('-- name: Ping :one reads\nSELECT 1;', 'x.sql')[0]?.text // 'SELECT 1'
- */
+/** Splits one file's text into its named statements. */
 export function parseStatements(source: string, file: string): Statement[] {
   const statements: Statement[] = [];
   type Current = { name: string; shape: ResultShape; writes: boolean; lines: string[] };
@@ -93,7 +76,6 @@ export function parseStatements(source: string, file: string): Statement[] {
         notNull: [],
       };
     } else if (current !== undefined && PARAMS.test(line.trim())) {
-      // Several lines of them go on from each other.
       current.params = current.params.concat(
         names(PARAMS.exec(line.trim())?.[1] as string, IDENTIFIER, line.trim(), file).map((n) =>
           n.endsWith('?') ? { name: n.slice(0, -1), nullable: true } : { name: n, nullable: false },
@@ -113,7 +95,7 @@ export function parseStatements(source: string, file: string): Statement[] {
   return statements;
 }
 
-/** Reads every `.sql` file in `dir` into a map by statement name; a duplicate name throws. */
+/** Reads every `.sql` file in `dir` into a map by statement name. */
 export function loadStatements(dir: string): ReadonlyMap<string, Statement> {
   const byName = new Map<string, Statement>();
   for (const file of sqlFileNames(dir)) {
@@ -128,9 +110,8 @@ export function loadStatements(dir: string): ReadonlyMap<string, Statement> {
 }
 
 /**
- * Refuses a statement run by a method that does not take its declared result (`-- name: X :one` run with
- * `many()` is a bug in one of the two): `one()` takes a `:one` or an `:opt`; a composed statement is a page
- * (`:many`) or the count beside it (`:one`).
+ * Refuses a statement run by a method that does not take its declared result (a bug in one of the two); a
+ * composed statement is a page (`:many`) or the count beside it (`:one`).
  */
 export function checkShape(found: Statement, shape: ResultShape, composed: boolean): void {
   const taken =
@@ -139,7 +120,7 @@ export function checkShape(found: Statement, shape: ResultShape, composed: boole
     throw new StatementError(`${found.name} is declared :${found.shape} in ${found.file} but was run as :${shape}`);
 }
 
-/** Refuses a `:one` or `:opt` that returned more than one row, and a row `one()` needs that is not there. */
+/** Refuses a `:one` or `:opt` that returned more than one row, and a missing row `one()` needs. */
 export function checkRows(found: Statement, shape: ResultShape, composed: boolean, rows: number): void {
   if ((found.shape === 'one' || found.shape === 'opt') && rows > 1)
     throw new StatementError(`${found.name} is declared :${found.shape} but returned ${rows} rows`);
@@ -149,7 +130,7 @@ export function checkRows(found: Statement, shape: ResultShape, composed: boolea
 
 const PLACEHOLDER = /\{\{([a-zA-Z]+)\}\}/g;
 
-/** The text of a composed statement with its `{{name}}` placeholders filled from `fragments`. */
+/** The text of a composed statement, its `{{name}}` placeholders filled. */
 export function fill(statement: Statement, fragments: Readonly<Record<string, string>>): string {
   return statement.text.replace(PLACEHOLDER, (_, key: string) => {
     const fragment = fragments[key];

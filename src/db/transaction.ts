@@ -1,18 +1,9 @@
 /**
- * The service's transactions: its own BEGIN, COMMIT, ROLLBACK and savepoint
- * statements on a connection reserved from the pool (`sql.reserve()`),
- * released when the transaction ends. A statement of the transaction that
- * failed fails it even when the work caught the error, `25P02` ("current
- * transaction is aborted") gives way to the failure that aborted it, and
- * savepoints are named `s0`, `s1`, … and never released (they end with the
- * transaction).
- *
- * Its end is checked (contract §17): a request that gave up never starts
- * one (a connection that comes after is given back unused) and never
- * commits one; a COMMIT or ROLLBACK that fails leaves the connection rolled
- * back or closed, never in the pool inside a transaction. BEGIN reads the
- * transaction's id, so that a COMMIT whose answer was lost can be looked up
- * (`CommitLost`, `txid_status()`).
+ * The service's transactions: its own BEGIN, COMMIT, ROLLBACK and savepoints on a connection reserved from the
+ * pool. A failed statement fails the transaction even when the work caught the error, and savepoints are never
+ * released (they end with the transaction). A COMMIT or ROLLBACK that fails leaves the connection rolled back or
+ * closed, never in the pool inside a transaction. BEGIN reads the transaction's id, so that a COMMIT whose answer
+ * was lost can be looked up (`txid_status()`).
  */
 import type postgres from 'postgres';
 import type { Resolution, TransactionMark } from './cancellation.ts';
@@ -24,19 +15,17 @@ type Parameters = postgres.ParameterOrJSON<never>[];
 /** What a transaction's statements run on: its reserved connection, and its savepoints. */
 export interface TransactionSql {
   readonly unsafe: Sql['unsafe'];
-  /** Runs `work` in a savepoint: when it throws, only its work is rolled back (`rollback to`). */
   savepoint<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
 }
 
-/** The texts that begin, commit and roll back (sql/queries/transactions.sql), sent as simple queries. */
+/** The texts that begin (and read the `xid`), commit and roll back: sql/queries/transactions.sql. */
 export interface TransactionTexts {
-  /** Begins, and reads the transaction's id (`xid`). */
   readonly begin: string;
   readonly commit: string;
   readonly rollback: string;
 }
 
-/** The texts of statements `BeginTransaction`, `CommitTransaction` and `RollbackTransaction` of `statement`. */
+/** The transaction texts among `statement`'s. */
 export function transactionTexts(statement: (name: string) => { readonly text: string }): TransactionTexts {
   return {
     begin: statement('BeginTransaction').text,
@@ -45,21 +34,17 @@ export function transactionTexts(statement: (name: string) => { readonly text: s
   };
 }
 
-/** What the transaction is asked, and tells, as it goes: the request it runs for. */
+/** What the transaction is asked, and tells, about the request it runs for. */
 export interface TransactionGuard {
-  /** True once its request gave up: nothing is begun, and nothing committed, after that. */
+  /** Once true, nothing is begun or committed. */
   readonly abandoned: () => boolean;
-  /** Moved to `open` once begun, to `committing` as its COMMIT is written. */
   readonly mark: TransactionMark;
 }
 
-/** The code of the error of a COMMIT that the server answered with ROLLBACK: nothing was committed. */
+/** The error code of a COMMIT the server answered with ROLLBACK: nothing was committed. */
 export const COMMIT_ROLLED_BACK = 'COMMIT_ROLLED_BACK';
 
-/**
- * A COMMIT was written and its connection lost before the answer: `xid` (when known) says what came of it, and
- * `value` is the work's, for when it committed.
- */
+/** A COMMIT's connection was lost before its answer: `xid` may tell what came of it; `value` is the work's. */
 export class CommitLost extends Error {
   override name = 'CommitLost';
   constructor(
@@ -71,18 +56,14 @@ export class CommitLost extends Error {
   }
 }
 
-/**
- * A lost COMMIT's transaction is looked up for at most this long while its request waits, asked again this far
- * apart; then, when that could not tell, for this long again after the request was answered (`later`).
- */
+/** How long, and how often, a lost COMMIT is looked up while its request waits, then after it was answered. */
 export const RESOLVE_WITHIN_MS = 1_000;
 const RESOLVE_INTERVAL_MS = 100;
 export const RESOLVE_LATER = { withinMs: 60_000, intervalMs: 1_000 };
 
 /**
- * What came of a COMMIT whose connection was lost, by its transaction's id (`status`: `txid_status()`):
- * asked again while the transaction is still in progress (its backend is ending it) or the database does not
- * answer, for `withinMs`. `unknown` when nothing could tell: no id, no answer in time, an id too old.
+ * What came of a lost COMMIT, by `txid_status()` of its transaction: asked again for `withinMs` while it is still
+ * in progress (its backend is ending it) or the database does not answer; `unknown` when nothing could tell.
  */
 export async function resolveLost(
   lost: CommitLost,
@@ -109,10 +90,7 @@ export async function resolveLost(
 /** A reserved connection, with what patch 013 adds: `terminate()` closes it, and the pool replaces it. */
 type Reserved = postgres.ReservedSql & { terminate(): void };
 
-/**
- * Rolls back the transaction of `reserved`. A ROLLBACK that fails on a connection still open (the server
- * refused it) ends the connection: it is never given back inside a transaction. The failure is thrown.
- */
+/** Rolls back; a ROLLBACK that fails closes the connection, which is never given back inside a transaction. */
 async function rollback(reserved: Reserved, text: string): Promise<void> {
   try {
     await reserved.unsafe(text);
@@ -123,19 +101,16 @@ async function rollback(reserved: Reserved, text: string): Promise<void> {
 }
 
 /**
- * What PostgreSQL answers when it rolled a transaction back to end a conflict with another: `40001`
- * (serialization_failure, and a standby's recovery conflict) and `40P01` (deadlock_detected). Nothing of the
- * transaction was done, and run again it may pass.
+ * A transaction rolled back to end a conflict: `40001` (serialization_failure, and a standby's recovery conflict)
+ * and `40P01` (deadlock_detected). Nothing of it was done, and run again it may pass.
  */
 export const CONFLICT_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01']);
 /** Times a transaction is tried in all while it keeps meeting conflicts; the last conflict is thrown (503). */
 export const CONFLICT_ATTEMPTS = 3;
 
 /**
- * Runs `attempt` (one whole transaction) again after a conflict PostgreSQL ended by rolling it back, as
- * PostgreSQL's documentation asks of clients (13.4, 13.2.3): at most `CONFLICT_ATTEMPTS` in all, each after a
- * random pause of up to 10 ms times the attempts made (so that the two sides of a deadlock do not meet again),
- * and never once its request gave up. Any other failure, and the last conflict, is thrown as it is.
+ * Runs `attempt` (a whole transaction) again after a conflict, as PostgreSQL's documentation asks (13.4, 13.2.3),
+ * after a random pause so that the two sides of a deadlock do not meet again; never once its request gave up.
  */
 export async function retryingConflicts<T>(attempt: () => Promise<T>, guard: TransactionGuard): Promise<T> {
   for (let attempts = 1; ; attempts++) {
@@ -150,17 +125,13 @@ export async function retryingConflicts<T>(attempt: () => Promise<T>, guard: Tra
   }
 }
 
-/** PostgreSQL's "current transaction is aborted, commands ignored until end of transaction block". */
+/** "current transaction is aborted": gives way to the failure that aborted it. */
 const IN_FAILED_TRANSACTION = '25P02';
 
 /**
- * Runs `work` in a transaction on a connection reserved from `sql`: committed when it resolves, rolled back
- * when it (or any of its statements) fails, or when `guard` says its request gave up. `held` counts it in the
- * pool's use (pool-usage.ts) from its wait for a connection to the connection's release.
- *
- * The transaction commands take no parameter: `unsafe()` sends them as simple queries, never as prepared
- * statements, which a transaction-mode pooler may not know (`DB_PREPARE=off`) and which the driver would
- * retry after a failure (26000), even a COMMIT in an aborted transaction.
+ * Runs `work` in a transaction on a connection reserved from `sql`, counted by `held` in the pool's use. Its
+ * commands take no parameter, so they go as simple queries, never as prepared statements, which a pooler may not
+ * know and which the driver would retry after a failure (26000), even a COMMIT in an aborted transaction.
  */
 export async function transaction<T>(
   sql: Sql,
@@ -175,7 +146,6 @@ export async function transaction<T>(
     throw error;
   })) as unknown as Reserved;
   try {
-    // contract §17: a transaction still waiting for a connection when its request gave up never starts.
     if (guard.abandoned()) throw new DeadlineExceeded(0);
     guard.mark.stage = 'open';
     const [, [begun] = []] = (await reserved.unsafe(texts.begin)) as unknown as [unknown, { xid?: number }[]?];
@@ -189,13 +159,11 @@ export async function transaction<T>(
   }
 }
 
-/** A transaction the pool's use does not count (migrations, tests). */
 const uncounted = () => () => {};
 
-/** The work, in the transaction: rolled back and thrown when it fails or one of its statements did. */
+/** Runs `work`: rolled back and thrown when it, or one of its statements, failed. */
 async function run<T>(reserved: Reserved, work: (tx: TransactionSql) => Promise<T>, texts: TransactionTexts) {
   let savepoints = 0;
-  /** The transaction's work (`name` undefined) or a savepoint's. */
   const scope = async <R>(inner: (tx: TransactionSql) => Promise<R>, name?: string): Promise<R> => {
     let failed: unknown;
     const tx: TransactionSql = {
@@ -221,12 +189,7 @@ async function run<T>(reserved: Reserved, work: (tx: TransactionSql) => Promise<
   return scope(work);
 }
 
-/**
- * Commits, unless the request gave up (then rolls back): the check and the COMMIT's write are one step, so
- * `guard.mark` says exactly whether a COMMIT was written. A COMMIT answered ROLLBACK (an aborted transaction)
- * committed nothing; one that failed on an open connection is rolled back (or the connection closed); one whose
- * connection was lost throws `lost` with the loss as its cause.
- */
+/** Commits unless the request gave up: check and write are one step, so `guard.mark` says if a COMMIT was written. */
 async function commit(reserved: Reserved, texts: TransactionTexts, guard: TransactionGuard, lost: CommitLost) {
   if (guard.abandoned()) {
     await rollback(reserved, texts.rollback);

@@ -1,14 +1,7 @@
 /**
- * Start-up's wait for the database (`DATABASE_WAIT`): the server, the
- * command-line tool and its migrations ping it before anything else, and
- * while it does not answer, each failed attempt is logged with its reason
- * and the next wait, at most one line a second, with backoff between
- * attempts (250 ms doubling to 5 s) so that a pooler in front of a stopped
- * server is not asked for a login hundreds of times a second. Past the wait,
- * a `DatabaseWaitError` names the setting; a wait of 0 fails at the first
- * attempt. A failure that is not about reaching the database (a pooler that
- * needs DB_PREPARE=off, a wrong password) is thrown at once: waiting would
- * not mend it.
+ * Start-up's wait for the database (`DATABASE_WAIT`), with backoff so that a pooler in front of a stopped server is
+ * not asked for a login hundreds of times a second. A failure that is not about reaching the database (a pooler
+ * that needs DB_PREPARE=off, a wrong password) is thrown at once: waiting would not mend it.
  */
 import type { Database } from './database.ts';
 import { DATABASE_UNREACHABLE, isDatabaseUnavailable, poolerHint } from './errors.ts';
@@ -17,14 +10,14 @@ import { firstPeer, identifyPeer, type Peer } from './peer.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../base/logger.ts';
 
-/** The first wait between attempts, doubled after each to `MAX_DELAY_MS`. */
+/** The first wait between attempts, doubled after each up to `MAX_DELAY_MS`. */
 export const FIRST_DELAY_MS = 250;
 export const MAX_DELAY_MS = 5_000;
-/** One attempt's bound: the driver's own connect time-out. */
+/** One attempt's bound, as the driver's connect time-out. */
 export const ATTEMPT_MS = 5_000;
-/** The least time an attempt is given (one that cannot have it within the wait is not made). */
+/** The least time an attempt is given: one that cannot have it within the wait is not made. */
 export const MIN_ATTEMPT_MS = 250;
-/** How long the peer is given to answer an SSLRequest (`peer.ts`). */
+/** How long the peer is given to answer an SSLRequest. */
 export const PEER_PROBE_MS = 500;
 // Failures where something took the connection but gave no SQLSTATE: what it is is worth asking (not for a
 // refusal, where nothing answered, nor for an error PostgreSQL or a pooler sent, which says what it is).
@@ -40,21 +33,20 @@ const ASK_PEER = new Set([
 /** At most one log line per this. */
 export const LOG_INTERVAL_MS = 1_000;
 
-/** The database did not answer within `DATABASE_WAIT`; the message is one line naming the setting. */
+/** The database did not answer within `DATABASE_WAIT`. */
 export class DatabaseWaitError extends Error {
   override name = 'DatabaseWaitError';
 }
 
 export interface WaitOptions {
-  /** `DATABASE_WAIT` in milliseconds. */
   readonly waitMs: number;
-  /** `DATABASE_URL`'s first host: asked once what it is, when an attempt fails without a refusal (`peer.ts`). */
+  /** `DATABASE_URL`'s first host, asked once what it is (`peer.ts`). */
   readonly peer?: Peer;
-  /** Said for each failed attempt, at most once a `LOG_INTERVAL_MS`. */
+  /** Told of failed attempts, at most once a `LOG_INTERVAL_MS`. */
   readonly onAttempt?: (fields: { attempt: number; reason: string; nextInMs: number; waitedMs: number }) => void;
 }
 
-/** Resolves once the database answers `Ping`; rejects with a `DatabaseWaitError` once `waitMs` has passed. */
+/** Resolves once the database answers `Ping`; rejects with a `DatabaseWaitError` after `waitMs`. */
 export async function waitForDatabase(db: Database, options: WaitOptions): Promise<void> {
   const start = performance.now();
   let lastLog = -Infinity;
@@ -73,7 +65,7 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
       failure = error;
     }
     const code = (failure as { code?: unknown }).code;
-    // Something accepted the connection but no PostgreSQL login came of it: what is it? Once, within the wait.
+    // Something accepted the connection but no PostgreSQL login came of it: what is it?
     const ask = typeof code === 'string' && ASK_PEER.has(code);
     if (peerIs === undefined && options.peer !== undefined && ask)
       peerIs = await identifyPeer(options.peer, PEER_PROBE_MS);
@@ -97,7 +89,7 @@ export async function waitForDatabase(db: Database, options: WaitOptions): Promi
   }
 }
 
-/** The server's wait (`DATABASE_WAIT` on `DATABASE_URL`'s first host), each failed attempt a `warn` line. */
+/** The server's wait for its database, each failed attempt a `warn` line. */
 export function awaitDatabase(db: Database, config: Config, log: Logger): Promise<void> {
   const peer = firstPeer(config.databaseUrl);
   return waitForDatabase(db, {
@@ -126,9 +118,8 @@ async function ping(db: Database, ms: number): Promise<void> {
 }
 
 /**
- * A login refused for its credentials or its database, which waiting does not mend: PostgreSQL says 28P01 or
- * 28000 (3D000 is no connection fault at all), PgBouncer 08P01 with "SASL authentication failed", "password
- * authentication failed", "no such database" or its server's `database "…" does not exist`.
+ * A login refused for its credentials or its database: PostgreSQL says 28P01 or 28000 (3D000 is no connection
+ * fault at all), PgBouncer 08P01 with one of these messages, or its server's `database "…" does not exist`.
  */
 function refusedLogin(error: unknown): boolean {
   const { code, message } = error as { code?: unknown; message?: unknown };
@@ -136,7 +127,7 @@ function refusedLogin(error: unknown): boolean {
   return code === '28P01' || code === '28000' || (typeof message === 'string' && refused.test(message));
 }
 
-/** The failure in a few words: its code and message, as the driver or PostgreSQL gave them. */
+/** The failure's code and message. */
 function reasonOf(error: unknown): string {
   const { code, message } = error as { code?: unknown; message?: unknown };
   const text = typeof message === 'string' ? message : String(error);

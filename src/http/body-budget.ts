@@ -1,26 +1,10 @@
-/**
- * contract §11, bodies in flight: one budget of bytes for every request body
- * being read or handled at once in the process (`BODY_BUDGET_BYTES`), so that
- * however many clients send at once, their bodies hold at most that much;
- * and a share of it for each client (a principal, or an address group for a
- * request without one), so that one client never fills it for the others.
- * Pure.
- */
-
 /** Why `take()` refused: the whole budget is held (`budget`), or the client's share is (`share`). */
 export type BudgetRefusal = 'budget' | 'share';
 
 /**
- * contract §11: the bytes that every body being read or handled at once may hold in the process
- * (`BODY_BUDGET_BYTES`), and each client at most `share` of them. A body takes its share as its bytes arrive,
- * and gives it back when its request is answered.
- *
- * @example
- * const budget = createBodyBudget(10, 6);
- * budget.take(5, 'user:1'); // undefined: taken
- * budget.take(4, 'user:1'); // 'share': 9 would pass user 1's 6
- * budget.take(4, 'user:2'); // undefined
- * budget.take(4, 'user:3'); // 'budget': 13 would pass 10
+ * contract §11: the bytes every body being read or handled at once may hold in the process (`BODY_BUDGET_BYTES`),
+ * and each client (a principal, or an address group) at most `share`, so that one client never fills it for the
+ * others. A body takes its share as its bytes arrive, and gives it back when its request is answered.
  */
 export interface BodyBudget {
   /** Takes `bytes` for client `owner`; a refusal, and nothing taken, when they would pass a limit. */

@@ -1,11 +1,8 @@
-/**
- * The answers a request body is refused with (contract §11; src/http/body.ts reads it): each an `HttpError`
- * whose detail says what to do, and `Connection: close` where the rest of the body is not read.
- */
+/** The answers a request body is refused with (contract §11), each with a detail that says what to do. */
 import type { BodyBudget } from './body-budget.ts';
 import { HttpError } from './problem.ts';
 
-/** 408, and the connection closed: the body came too slowly (`why`). */
+/** 408: the body came too slowly (`why`). */
 export function tooSlow(why: string): HttpError {
   return new HttpError(408, 'request-timeout', {
     detail: `The request body came too slowly: ${why}.`,
@@ -13,7 +10,7 @@ export function tooSlow(why: string): HttpError {
   });
 }
 
-/** 408, and the connection closed: what is left of the body is not read. */
+/** 408: the body did not come in time; what is left of it is not read. */
 export function timedOut(ms: number): HttpError {
   return new HttpError(408, 'request-timeout', {
     detail: `The request body was not received within ${ms / 1000} s.`,
@@ -35,10 +32,7 @@ export function tooFragmented(pieces: number, size: number, free: number, perByt
   });
 }
 
-/**
- * 429 with `Retry-After`: this client's bodies in flight hold its whole share of the budget (contract §11: one
- * client never fills it for the others); nothing was done.
- */
+/** 429: this client's bodies in flight hold its whole share of the budget; nothing was done. */
 export function overShare(budget: BodyBudget): HttpError {
   return new HttpError(429, 'rate-limited', {
     detail:

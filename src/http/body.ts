@@ -1,19 +1,8 @@
 /**
- * Reading request bodies within the limits of contract §11: at most
- * `maxBytes`, enforced while reading (a chunked body without
- * `Content-Length` is cut off as soon as it passes the limit); within a
- * deadline, with a first byte soon and a least average rate after the first
- * seconds, so a client that stalls or trickles cannot hold a request open
- * (408, the connection closed); within the process's budget of bytes for all
- * bodies in flight (503 past it) and its client's share of it (429 past it),
- * a body holding only what it has received (its buffer grows as its bytes
- * arrive, up to its declared length: a declared length reserves nothing);
- * and at a cost linear in its bytes however it is cut up: its bytes go into
- * one buffer, no piece is kept, and a body that comes in too many small
- * pieces for its size is refused (one byte per chunk costs the parser a call
- * per byte). A client that closes its connection before the whole body
- * arrived is a `ClientAbortError`, never mistaken for a fault of the server
- * or its database.
+ * Reading request bodies within the limits of contract §11: the size, checked while reading (a chunked body is
+ * cut off as it passes it); a deadline, a first byte soon and a least average rate, so a client that stalls or
+ * trickles cannot hold a request open; the process's budget of bytes in flight and the client's share of it; and
+ * a cost linear in the bytes however they are cut up (one byte per chunk costs the parser a call per byte).
  */
 import type { BodyBudget } from './body-budget.ts';
 import { overBudget, overShare, timedOut, tooFragmented, tooLarge, tooSlow } from './body-refusals.ts';
@@ -21,28 +10,20 @@ import type { HttpError } from './problem.ts';
 
 const DECIMAL = /^[0-9]+$/;
 
-/**
- * Pieces (node's reads of a body: a TCP read's worth, or one chunk of the chunked coding) a body may come in
- * beyond one per `MIN_PIECE_BYTES` of it: a JSON body written in a few dozen small writes passes, a megabyte
- * in one-byte chunks is refused at its 257th.
- */
+/** Pieces (node's reads: a TCP read's worth, or a chunk) a body may come in beyond one per `MIN_PIECE_BYTES`. */
 export const FREE_PIECES = 256;
 /** The smallest average piece, in bytes, of a body that comes in more than `FREE_PIECES` pieces. */
 export const MIN_PIECE_BYTES = 256;
 /** The first buffer of a body: doubled as it fills, up to its declared length or the limit. */
 const FIRST_CAPACITY = 16_384;
 
-/** contract §11: a body's first byte comes within this, once its reading starts (after `100 Continue`). */
+/** A body's first byte comes within this, once its reading starts (after `100 Continue`). */
 export const FIRST_BYTE_MS = 5_000;
-/** contract §11: after this long, a body must have come at `MIN_BYTES_PER_SECOND` on average since it started. */
+/** After this long, a body must have come at `MIN_BYTES_PER_SECOND` on average since it started. */
 export const RATE_GRACE_MS = 5_000;
 export const MIN_BYTES_PER_SECOND = 1_024;
 
-/**
- * The body stream failed: the client closed (or reset) its connection before
- * sending the whole body. Its `cause` is the socket's error, whose `code`
- * (`ECONNRESET`) must not be read as a database's.
- */
+/** The client closed its connection before sending the whole body; `cause.code` (`ECONNRESET`) is no database's. */
 export class ClientAbortError extends Error {
   override name = 'ClientAbortError';
   constructor(cause: unknown) {
@@ -52,10 +33,7 @@ export class ClientAbortError extends Error {
 
 /** Where a body comes from: it hands each piece to `onPiece` as it arrives, none kept. */
 export interface BodySource {
-  /**
-   * Starts the flow of pieces; `done` settles at the body's end (or rejects with `ClientAbortError`), and `stop()`
-   * ends the flow early: later pieces are dropped unread into no buffer.
-   */
+  /** `done` settles at the body's end (or rejects with `ClientAbortError`); `stop()` drops later pieces unread. */
   pump(onPiece: (piece: Uint8Array) => void): { readonly done: Promise<void>; stop(): void };
 }
 
@@ -83,10 +61,7 @@ export interface ReadBody {
   release(): void;
 }
 
-/**
- * The length a body declares (`Content-Length`): 413 past the limit before any byte is read. `undefined` for a
- * body of unknown length (chunked). Its share of the budget grows as its bytes arrive, whatever it declared.
- */
+/** A body's `Content-Length`, or `undefined` (chunked); 413 past the limit before any byte is read. */
 export function declaredLength(contentLength: string | null, limits: Pick<BodyLimits, 'maxBytes'>): number | undefined {
   if (contentLength === null || !DECIMAL.test(contentLength)) return undefined;
   const declared = Number(contentLength);
@@ -94,10 +69,7 @@ export function declaredLength(contentLength: string | null, limits: Pick<BodyLi
   return declared;
 }
 
-/**
- * Reads the whole body of `source`, which declared `declared` bytes (`declaredLength()`; `undefined`: chunked),
- * into one buffer, or throws 413, 408, 429 or 503 `HttpError`s, or `ClientAbortError`.
- */
+/** Reads the whole body into one buffer, or throws 413, 408, 429 or 503 `HttpError`s, or `ClientAbortError`. */
 export async function readBody(
   source: BodySource,
   declared: number | undefined,
@@ -116,7 +88,6 @@ export async function readBody(
   let pacer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(timedOut(limits.timeoutMs)), limits.timeoutMs);
-    // contract §11: a first byte soon, then a least average rate: a body that trickles holds no share for long.
     const pace = limits.pace ?? PACE;
     const started = performance.now();
     pacer = setInterval(() => {
@@ -146,9 +117,7 @@ class BodyBuffer {
   #bytes: Uint8Array;
   #size = 0;
   #pieces = 0;
-  /** The budget this body holds. */
   #held = 0;
-  /** Why the body was refused, once it was. */
   #refusal: HttpError | undefined;
   /** The most its buffer grows to: its declared length, or the limit. */
   readonly #most: number;
@@ -156,14 +125,12 @@ class BodyBuffer {
   constructor(declared: number | undefined, limits: BodyLimits) {
     this.#limits = limits;
     this.#most = declared ?? limits.maxBytes;
-    // What has not arrived is not held: the buffer starts small and grows with the bytes (a declared length is
-    // no reservation, contract §11).
+    // A declared length reserves nothing: the buffer, and its share of the budget, start small and grow by doubling.
     const capacity = Math.min(FIRST_CAPACITY, this.#most);
     this.#hold(capacity);
     this.#bytes = new Uint8Array(capacity);
   }
 
-  /** Bytes received so far. */
   get size(): number {
     return this.#size;
   }
@@ -177,7 +144,6 @@ class BodyBuffer {
       if (size > this.#limits.maxBytes) throw tooLarge(this.#limits.maxBytes);
       if (this.#pieces > FREE_PIECES + size / MIN_PIECE_BYTES)
         throw tooFragmented(this.#pieces, size, FREE_PIECES, MIN_PIECE_BYTES);
-      // The buffer, and its share of the budget, grow by doubling as the bytes come, up to the declared length.
       if (size > this.#bytes.byteLength) this.#grow(size);
     } catch (error) {
       this.#refusal = error as HttpError;

@@ -1,16 +1,10 @@
 /**
- * A JSON text in one canonical form, for the idempotency fingerprint
- * (contract §7): object members sorted by name at every depth (of repeated
- * names the last, as JSON.parse keeps it), strings and literals as
- * JSON.stringify writes them, and numbers compared by their exact decimal
- * value, as the payment rule compares an amount (contract §4): `25`, `25.0`
- * and `2.5e1` are one number, `24.999999999999999` another, although
- * JSON.parse makes the same binary float of both. A number is written as
- * JSON.stringify writes its float when that is the same decimal (so the form
- * of every ordinary body is what it always was, and a fingerprint stored
- * before stays equal), else as `#` and its exact decimal, which no other
- * value's form can be. Pure; for a text JSON.parse accepted, nested at most
- * as deep as contract §11 allows (the walk recurses).
+ * A JSON text in one canonical form, for the idempotency fingerprint (contract §7): members sorted by name at every
+ * depth (of repeated names the last, as JSON.parse keeps it), and numbers compared by their exact decimal value, as
+ * the payment rule compares an amount (contract §4): `25`, `25.0` and `2.5e1` are one number, `24.999999999999999`
+ * another, though JSON.parse makes one float of both. A number is written as JSON.stringify writes its float when
+ * that is the same decimal (so fingerprints stored before stay equal), else as `#` and its exact decimal, which no
+ * other value's form can be. For a text JSON.parse accepted, nested within contract §11 (the walk recurses).
  */
 import { stringEnd } from './json-scan.ts';
 
@@ -19,13 +13,7 @@ const NUMBER = /-?(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([-+]?[0-9]+))?/y;
 /** Exponents longer than this are kept as written (no float or amount has one): no BigInt of a megabyte. */
 const MAX_EXPONENT_DIGITS = 15;
 
-/**
- * `text` (valid JSON) in canonical form.
- *
- * @example
- * canonicalJsonText('{"b":1,"a":[2.50,"x"]}') // '{"a":[2.5,"x"],"b":1}'
- * canonicalJsonText('24.999999999999999')     // '#24999999999999999e-15'
- */
+/** `text` (valid JSON) in canonical form: `{"b":1,"a":[2.50]}` → `{"a":[2.5],"b":1}`. */
 export function canonicalJsonText(text: string): string {
   return readValue({ text, at: 0 });
 }
@@ -102,11 +90,7 @@ function readNumber(r: Reader): string {
   return exact !== undefined && exact === float ? written : `#${exact ?? match[0]}`;
 }
 
-/**
- * The exact decimal value of the JSON number `text` in one form: its significant digits and a power of ten
- * (`2.50` → `25e-1`, `-0.0` → `0`); `undefined` for what is no number (`null`) or has an exponent too long to
- * add to.
- */
+/** `text`'s exact value as digits and a power of ten (`2.50` → `25e-1`); `undefined`: no number, or a huge exponent. */
 export function exactDecimal(text: string): string | undefined {
   NUMBER.lastIndex = 0;
   const match = NUMBER.exec(text);

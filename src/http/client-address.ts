@@ -1,19 +1,10 @@
 /**
- * The client's address behind reverse proxies (contract §16, `TRUST_PROXY`).
- * Only when the connection's peer is a trusted proxy is a forwarded address
- * believed, and only from the one field that proxy is configured to write
- * (`TRUST_PROXY_HEADER`: `X-Forwarded-For`, or `Forwarded`, RFC 7239): the
- * other field is the client's own writing, which a proxy may pass on
- * untouched. Each proxy appends the address it received the request from
- * (or sets it), so the list is read from the right, past the trusted
- * proxies, to the first address that is not one: everything left of it was
- * written by the client, or by proxies nobody vouches for, and is never used.
- *
- * A hop that does not say where the request came from (`for=unknown`, an
- * obfuscated `for=_hidden`, no `for` at all, a malformed value) ends the
- * walk: the client is then the last trusted proxy reached (the peer, when
- * it is the first), never an address further left, which anyone could have
- * written.
+ * The client's address behind reverse proxies (contract §16, `TRUST_PROXY`). A forwarded address is believed only
+ * when the peer is a trusted proxy, and only from the one field that proxy is configured to write
+ * (`TRUST_PROXY_HEADER`): the other is the client's own writing, which a proxy may pass on untouched. Each proxy
+ * appends the address it received the request from, so the list is read from the right, past the trusted proxies,
+ * to the first address that is not one; anything left of it could be anyone's writing and is never used. A hop that
+ * says no address (`for=unknown`, `for=_hidden`, no `for`, malformed) ends the walk at the last trusted proxy.
  */
 import { BlockList, isIP, isIPv4 } from 'node:net';
 
@@ -32,15 +23,7 @@ export const LOOPBACK: readonly ProxyRange[] = [
 
 const PREFIX = /^(?:0|[1-9][0-9]{0,2})$/;
 
-/**
- * The ranges one `TRUST_PROXY` entry names (`10.0.0.0/8`, `192.0.2.7`,
- * `2001:db8::/32`, `::1`, `loopback`); `undefined` when it is none.
- *
- * ```ts
- * parseProxyEntry('10.0.0.0/8'); // [{ network: '10.0.0.0', prefix: 8, family: 'ipv4' }]
- * parseProxyEntry('10.0.0.0/33'); // undefined
- * ```
- */
+/** The ranges one `TRUST_PROXY` entry names (`10.0.0.0/8`, `2001:db8::/32`, `::1`, `loopback`); `undefined` if none. */
 export function parseProxyEntry(entry: string): ProxyRange[] | undefined {
   if (entry === 'loopback') return [...LOOPBACK];
   const slash = entry.indexOf('/');
@@ -53,11 +36,7 @@ export function parseProxyEntry(entry: string): ProxyRange[] | undefined {
   return [{ network, prefix: Number(prefixText), family: version === 4 ? 'ipv4' : 'ipv6' }];
 }
 
-/**
- * A test of "is this address a trusted proxy" over `ranges`. An IPv4-mapped
- * IPv6 address (`::ffff:127.0.0.1`, as a dual-stack socket reports an IPv4
- * peer) matches the IPv4 ranges.
- */
+/** A test of whether an address is a trusted proxy; an IPv4-mapped IPv6 address matches the IPv4 ranges. */
 export function trustedProxies(ranges: readonly ProxyRange[]): (address: string) => boolean {
   const list = new BlockList();
   for (const range of ranges) list.addSubnet(range.network, range.prefix, range.family);
@@ -72,9 +51,8 @@ export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
 export const PROXY_HEADERS: readonly ProxyHeader[] = ['x-forwarded-for', 'forwarded'];
 
 /**
- * The client's address for a request whose connection came from `peer`, given `field`, the value of the one field
- * `header` names (as `Headers.get` gives it: repeated lines joined by ", "). A peer that `trusted` rejects is the
- * client, whatever the field says; so is a trusted peer whose field names nobody.
+ * The client's address for a connection from `peer`, given `field`, the value of the `header` field as
+ * `Headers.get` gives it. A peer that `trusted` rejects is the client, whatever the field says.
  *
  * ```ts
  * const trusted = trustedProxies(parseProxyEntry('10.0.0.1') ?? []);
@@ -94,11 +72,7 @@ export function clientAddress(
   return rightmostUntrusted(header === 'forwarded' ? forwardedFor(field) : field.split(','), self, trusted);
 }
 
-/**
- * Walks `hops` (left to right as sent, the nearest last) from the right:
- * the first address that is not a trusted proxy. A hop that names no
- * address stops the walk at `last`, the nearest trusted address so far.
- */
+/** The first untrusted address from the right of `hops`; a hop naming none stops the walk at the nearest trusted. */
 function rightmostUntrusted(
   hops: readonly (string | undefined)[],
   last: string,
@@ -118,10 +92,8 @@ function rightmostUntrusted(
 }
 
 /**
- * The address of a node identifier (RFC 7239 §6), also as X-Forwarded-For
- * entries write it: `192.0.2.43`, `192.0.2.43:47011`, `[2001:db8::17]`,
- * `[2001:db8::17]:4711`, or a bare `2001:db8::17`. `undefined` for
- * `unknown`, an obfuscated identifier (`_hidden`) or anything malformed.
+ * The address of a node identifier (RFC 7239 §6), also as X-Forwarded-For writes it (`192.0.2.43:47011`,
+ * `[2001:db8::17]:4711`, a bare `2001:db8::17`); `undefined` for `unknown`, `_hidden` or anything malformed.
  */
 export function nodeAddress(node: string): string | undefined {
   let host = node;
@@ -158,16 +130,8 @@ function unmapped(address: string): string {
 }
 
 /**
- * The `for` value of each element of a `Forwarded` field, left to right
- * (RFC 7239 §4: elements separated by commas, pairs by semicolons, values a
- * token or a quoted string), unquoted; `undefined` for an element with no
- * `for` or one that cannot be parsed.
- *
- * ```ts
- * forwardedFor('for=192.0.2.60;proto=http, for="[2001:db8:cafe::17]:4711"');
- * // ['192.0.2.60', '[2001:db8:cafe::17]:4711']
- * forwardedFor('proto=https'); // [undefined]
- * ```
+ * The `for` value of each element of a `Forwarded` field, left to right, unquoted (RFC 7239 §4); `undefined` for
+ * an element with no `for` or one that cannot be parsed.
  */
 export function forwardedFor(field: string): (string | undefined)[] {
   const hops: (string | undefined)[] = [];

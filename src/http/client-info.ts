@@ -1,38 +1,21 @@
-/**
- * What a request's handler is told of its client by the node bridge (node-adapter.ts): the peer's address, the
- * path as sent, and its going away before the answer was written.
- */
+/** What a request's handler is told of its client by the node bridge (node-adapter.ts). */
 import type { IncomingMessage } from 'node:http';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
   readonly remoteAddress: string;
   /**
-   * The path of the request target exactly as it arrived: not decoded, its
-   * dot-segments and backslashes left in place (URL parsing resolves them in
-   * `request.url`), so that routing sees what the client sent. A target that
-   * is no path (`*`, `host:443`) is given as it is. Absent for a `Request`
-   * that came from elsewhere: then the path of `request.url`.
+   * The request target's path exactly as sent: not decoded, dot-segments and backslashes left (URL parsing resolves
+   * them in `request.url`), so that routing sees what the client sent; a target that is no path, as it is.
    */
   readonly path?: string;
-  /**
-   * Calls `listener` once if the client goes away (its connection closes) before this request's answer was
-   * written (contract §17: the request gives up); a later call replaces it. Absent for a `Request` that came
-   * from elsewhere.
-   */
+  /** Calls `listener` once if the connection closes before this answer is written (contract §17: it gives up). */
   gone?(listener: () => void): void;
-  /**
-   * contract §11: the connection was admitted past the process's cap, into the reserve kept for health checks:
-   * only `/healthz` and `/readyz` are served on it (anything else is 503), and it closes after its answer.
-   */
+  /** Admitted into the reserve for health checks (contract §11): serves `/healthz` and `/readyz` only, then closes. */
   readonly healthOnly?: boolean;
 }
 
-/**
- * What the handler is told of the client of one request: its address, the path as sent, and (`gone`) its going
- * away before the answer was written, which the request's 'close' tells (`left()`). A class: every request makes
- * one, with no closure of its own.
- */
+/** The `ClientInfo` of one request; its 'close' calls `left()`. A class: every request makes one, with no closure. */
 export class Client implements ClientInfo {
   readonly remoteAddress: string;
   path = '';

@@ -1,17 +1,9 @@
-/**
- * Entity tags and conditional requests (contract §9; RFC 9110 §8.8.3, §13). Pure.
- */
+/** Entity tags and conditional requests (contract §9; RFC 9110 §8.8.3, §13). Pure. */
 import { createHash } from 'node:crypto';
 import { tagMatches } from './compression.ts';
 import { HttpError } from './problem.ts';
 
-/**
- * A strong ETag for the exact bytes of a representation: so v1 and v2 of
- * one resource, whose bytes differ, have different tags.
- *
- * @example
- * etagOf(new TextEncoder().encode('{}')) // '"RBNvo1WzZ4oRRq0W9-hknpT7T8If536DEMBg9hyq_4o"'
- */
+/** A strong ETag of the exact bytes of a representation, so that v1 and v2 of one resource have different tags. */
 export function etagOf(bytes: Uint8Array): string {
   return `"${createHash('sha256').update(bytes).digest('base64url')}"`;
 }
@@ -28,11 +20,7 @@ export type TagList = '*' | readonly EntityTag[];
 // RFC 9110 §8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text.
 const ENTITY_TAG = /^(W\/)?("[\x21\x23-\x7e\x80-\xff]*")$/;
 
-/**
- * Parses an `If-Match` or `If-None-Match` value (exactly what `headers.get()`
- * returns): `*` or a comma-separated list of tags. `null` when absent,
- * `undefined` when malformed, so the caller can answer 400.
- */
+/** An `If-Match` or `If-None-Match` value parsed; `null` when absent, `undefined` when malformed (400). */
 export function parseTagList(value: string | null): TagList | null | undefined {
   if (value === null) return null;
   const trimmed = value.trim();
@@ -49,9 +37,8 @@ export function parseTagList(value: string | null): TagList | null | undefined {
 }
 
 /**
- * `If-None-Match` (RFC 9110 §13.1.2): true when `current` matches, so a GET
- * or HEAD is answered 304. Weak comparison: `W/"x"` matches `"x"`. A tag of
- * `current`'s representation in a content coding (`"x-gzip"`) matches too.
+ * `If-None-Match` (RFC 9110 §13.1.2): whether `current` matches, by weak comparison (`W/"x"` matches `"x"`), a tag
+ * of its representation in a content coding (`"x-gzip"`) included.
  */
 export function noneMatchHits(list: TagList, current: string): boolean {
   if (list === '*') return true;
@@ -59,18 +46,17 @@ export function noneMatchHits(list: TagList, current: string): boolean {
 }
 
 /**
- * `If-Match` (RFC 9110 §13.1.1): true when the precondition holds. Strong
- * comparison: a weak tag never matches. `*` matches any current representation.
- * A client that read the representation gzip-coded names it by that tag: it matches.
+ * `If-Match` (RFC 9110 §13.1.1): whether the precondition holds, by strong comparison (a weak tag never matches);
+ * a tag in a content coding, as a client that read it gzip-coded names it, matches too.
  */
 export function matchHolds(list: TagList, current: string): boolean {
   if (list === '*') return true;
   return list.some((tag) => !tag.weak && tagMatches(tag.opaque, current));
 }
 
-/** A request's conditions (contract §9), each field parsed once, by the pipeline, before any handler runs. */
+/** A request's conditions, each field parsed once, by the pipeline, before any handler runs. */
 export interface Conditions {
-  /** `If-None-Match` of a GET or HEAD (RFC 9110 §13.1.2); `null` when absent, or on another method. */
+  /** `If-None-Match` of a GET or HEAD; `null` when absent, or on another method. */
   readonly ifNoneMatch: TagList | null;
   /** `If-Match` of a write whose route checks it (an order's PUT, PATCH, DELETE); `null` when absent or not. */
   readonly ifMatch: TagList | null;
@@ -79,14 +65,7 @@ export interface Conditions {
 /** No condition: what a request without either field has. */
 export const NO_CONDITIONS: Conditions = { ifNoneMatch: null, ifMatch: null };
 
-/**
- * `ifNoneMatch` and `ifMatch` (exactly what `headers.get()` returns; `null` for a field the request's method or
- * route does not evaluate) parsed; a malformed one is 400 `invalid-header`, whatever the resource.
- *
- * @example
- * parseConditions('W/"a"', null) // { ifNoneMatch: [{ weak: true, opaque: '"a"' }], ifMatch: null }
- * parseConditions('a', null)     // throws HttpError 400 invalid-header
- */
+/** Both fields parsed (`null`: absent, or not evaluated here); a malformed one is 400 `invalid-header`. */
 export function parseConditions(ifNoneMatch: string | null, ifMatch: string | null): Conditions {
   if (ifNoneMatch === null && ifMatch === null) return NO_CONDITIONS;
   const noneMatch = parseTagList(ifNoneMatch);

@@ -1,10 +1,7 @@
 /**
- * What the node bridge (node-adapter.ts) does with connections beyond one
- * request (contract §11): the caps on how many are open, in the process and
- * per client address; how far a pipelining client may run ahead of its
- * answers; and how one whose request body was left unread ends
- * after its answer: drained when small, else closed as a lingering close
- * does, so that a client still sending reads the answer rather than a reset.
+ * What the node bridge does with connections beyond one request (contract §11): the caps on how many are open, in
+ * the process and per client address; how far a pipelining client may run ahead of its answers; and how one whose
+ * request body was left unread ends after its answer.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -12,12 +9,11 @@ import { addressGroup } from './rate-limit.ts';
 
 export interface ConnectionCaps {
   /**
-   * contract §11: connections open at once. Past it, the oldest idle keep-alive connection is closed to make
-   * room; with none idle, a new one is taken into a reserve of `HEALTH_RESERVE` that serves health checks only
-   * (`/healthz`, `/readyz`: contract §11, they keep answering); past that, it is closed as it arrives.
+   * Connections open at once. Past it, the oldest idle keep-alive connection is closed to make room; with none
+   * idle, a new one goes into a reserve of `HEALTH_RESERVE` for health checks only; past that, it is closed.
    */
   readonly maxConnections?: number;
-  /** contract §11: connections one client address (an IPv6 /64, `addressGroup()`) may hold at once. */
+  /** Connections one client address (an IPv6 /64, `addressGroup()`) may hold at once. */
   readonly maxConnectionsPerAddress?: number;
   /** Addresses the per-address cap does not apply to: trusted proxies, whose connections carry many clients. */
   readonly sharedAddress?: (address: string) => boolean;
@@ -25,7 +21,7 @@ export interface ConnectionCaps {
   readonly onRefused?: (cap: 'process' | 'address') => void;
 }
 
-/** contract §11: connections past `maxConnections` that are kept for health checks (`/healthz`, `/readyz`). */
+/** Connections past `maxConnections` kept for health checks (`/healthz`, `/readyz`). */
 export const HEALTH_RESERVE = 16;
 
 /** What the caps need of the server: closing its oldest idle keep-alive connection (`false`: none is idle). */
@@ -33,25 +29,20 @@ export interface IdleConnections {
   closeOldest(): boolean;
 }
 
-/** contract §11: the time a connection has to send a whole request head. */
+/** The time a connection has to send a whole request head. */
 export const HEADERS_TIMEOUT_MS = 10_000;
-/** contract §11: how long a connection may stay idle between two requests. */
+/** How long a connection may stay idle between two requests. */
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 
-/**
- * The largest unread body (`Content-Length`) of a refused request that is drained to keep its connection: a
- * larger one, a chunked one or one whose client waits for `100 Continue` ends the connection after the answer.
- */
+/** The largest unread body (`Content-Length`) of a refused request that is drained to keep its connection. */
 export const DRAIN_MAX_BYTES = 65_536;
 
 /** How a connection was admitted: in full, or into the reserve for health checks. */
 export type Admission = 'full' | 'health' | false;
 
 /**
- * Puts `caps` on `server`: node itself closes a connection past the process's cap and its reserve (and says
- * `drop`); the function returned admits a new connection, or closes it (`false`) when its address holds its
- * share already, and gives the share back when an admitted one closes. Past the process's cap it first closes
- * the oldest idle keep-alive connection of `idle`; with none, the new one is admitted for health checks only.
+ * Puts `caps` on `server`; the function returned admits a new connection (in full, or for health checks only), or
+ * closes it (`false`) when its address holds its share already.
  */
 export function capConnections(
   server: Server,
@@ -94,19 +85,16 @@ export function capConnections(
 }
 
 /**
- * contract §11: how long a connection ended with its body unread lingers after its answer, and how much of what
- * the client still sends is read and dropped meanwhile: past that, reading stops (the linger costs no CPU per
- * byte, whatever a client sends) until the time is up.
+ * How long a connection ended with its body unread lingers after its answer, and how much of what the client still
+ * sends is read and dropped meanwhile; past that, reading stops (no CPU per byte, whatever a client sends).
  */
 export const LINGER_MS = 2_000;
 export const LINGER_BYTES = 65_536;
 
 /**
- * Ends `socket` after the answer being written as a lingering close does (RFC 9112 §9.6): the answer, then the
- * server's FIN, then what the client still sends is read and dropped, unparsed (at most `LINGER_BYTES`, then no
- * more is read), until the client closes its side or `lingerMs` pass. Closed at once, a socket with unread data
- * sends a reset, and a client still sending its body may lose the answer it had not read yet. node ends a
- * connection whose answer says `Connection: close` through `destroySoon()`, replaced here for this socket.
+ * Ends `socket` after its answer as a lingering close does (RFC 9112 §9.6): closed at once, a socket with unread
+ * data sends a reset, and a client still sending its body may lose the answer. Replaces node's `destroySoon()`,
+ * by which it ends a connection whose answer says `Connection: close`.
  */
 export function lingeringClose(socket: Socket, lingerMs: number): void {
   socket.destroySoon = () => {
@@ -141,17 +129,13 @@ export function drainable(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] === undefined && length !== undefined && Number(length) <= DRAIN_MAX_BYTES;
 }
 
-/** contract §11: the most requests a connection may have waiting for their answers (pipelined) at once. */
+/** The most requests a connection may have waiting for their answers (pipelined) at once. */
 export const MAX_PIPELINED = 64;
 
-/** contract §11: how much of an answer may stay unwritten when the connection's next request starts. */
+/** How much of an answer may stay unwritten when the connection's next request starts. */
 export const PIPELINE_BUDGET = 64 * 1024;
 
-/**
- * Resolves once at most `PIPELINE_BUDGET` bytes of `res` are still to be
- * handed to the operating system (`writableLength`: its own queue and its
- * socket's), or it is done or gone.
- */
+/** Resolves once at most `PIPELINE_BUDGET` bytes of `res` are left to hand to the system, or it is done or gone. */
 function written(res: ServerResponse): Promise<void> {
   if (res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET) return Promise.resolve();
   return new Promise((resolve) => {
@@ -170,12 +154,10 @@ function written(res: ServerResponse): Promise<void> {
 }
 
 /**
- * contract §11: runs each request of a connection in turn: a pipelined request starts only once the answer
- * before it is written down to `PIPELINE_BUDGET` bytes; meanwhile the connection is not read, so what a client
- * sends without reading is never turned into more work or memory than one read's worth of requests.
+ * Runs a connection's requests in turn: a pipelined one starts once the answer before it is written down to
+ * `PIPELINE_BUDGET`, the connection unread meanwhile, so a client that never reads costs one read's worth at most.
  */
 export function pipelineTurns(): (socket: Socket, res: ServerResponse, run: () => Promise<void>) => void {
-  // Per connection, the request being served (its answer written past the budget or not): the next waits.
   const turns = new WeakMap<Socket, Promise<void>>();
   return (socket, res, run) => {
     const previous = turns.get(socket);

@@ -1,14 +1,9 @@
 /**
- * The `cursor` of a collection's next page (contract §4): the keyset position
- * of the last row sent and the number of the page it leads to, bound by a
- * fingerprint to the collection, its filters, its order, its page size and
- * the client it was given to, and sealed under the service's cursor key
- * (AES-256-GCM: opaque, and authenticated; every process shares the key
- * through the database). The key can be rotated: a cursor is sealed under the
- * current key and opened under any of the keys given (the current and the
- * previous). Made here, and taken back only if it is one this service made,
- * unchanged, for the same query and client, each value of its key's type:
- * nothing of a refused cursor reaches SQL. Pure.
+ * The `cursor` of a collection's next page (contract §4): the keyset position of the last row sent and the number
+ * of the page it leads to, bound by a fingerprint to the collection, its filters, order and page size and the
+ * client, and sealed with AES-256-GCM under the cursor key (shared by every process through the database; the
+ * previous key still opens one). Taken back only if this service made it, unchanged, for the same query and
+ * client, each value of its key's type: nothing of a refused cursor reaches SQL. Pure.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac } from 'node:crypto';
 import { sortOrder, type KeyType, type SortKey } from './sort-order.ts';
@@ -38,20 +33,15 @@ function sealingKey(key: Uint8Array): Buffer {
 }
 
 /**
- * The IV a payload is sealed with: derived from the payload under its own key (a synthetic IV), so one page's
- * `next` link is the same each time it is served (its body and its ETag with it), and an IV is never used again
- * for another payload. It tells only that two cursors are the same one.
+ * A synthetic IV, derived from the payload: one page's `next` link is the same each time it is served (its ETag
+ * with it), and an IV is never used again for another payload. It tells only that two cursors are the same.
  */
 function syntheticIv(key: Uint8Array, payload: string): Buffer {
   const ivKey = createHmac('sha256', key).update('orders-cursor-iv').digest();
   return createHmac('sha256', ivKey).update(payload).digest().subarray(0, IV_BYTES);
 }
 
-/**
- * The fingerprint of what a cursor is made for: the collection, its filters (as parsed, by name), its order,
- * its page size and its client. 96 bits of SHA-256: it tells a cursor used with another query, or by another
- * client, from its own.
- */
+/** What a cursor is made for (collection, filters, order, page size, client), in 96 bits of SHA-256. */
 function fingerprint(collection: string, scope: CursorScope): string {
   const order = sortOrder(scope.sort).map((k) => `${k.descending ? '-' : ''}${k.key}`);
   const filters = Object.entries(scope.filters)
@@ -64,14 +54,8 @@ function fingerprint(collection: string, scope: CursorScope): string {
 }
 
 /**
- * The `cursor` of page `page`, the page after the row whose keyset position is `values` (its value of each key
- * of `sortOrder()`, as the database gives them as text): `{"v":3,"f":<fingerprint>,"k":[values],"p":page}`
- * sealed under `key` (AES-256-GCM: a 96-bit IV derived from the payload, the ciphertext and its 128-bit tag), in
- * base64url: the same position gives the same cursor.
- *
- * @example
- * encodeCursor(key, '/orders', { sort: [], filters: {}, pageSize: 20, principal: 'user 7' }, ['42'], 3)
- * // 'Xb2…' (opaque)
+ * The `cursor` of page `page`, after the row whose keyset position is `values` (its value of each key of
+ * `sortOrder()`, as text from the database); the same position gives the same cursor.
  */
 export function encodeCursor(
   key: Uint8Array,
@@ -116,11 +100,7 @@ export interface CursorRefusal {
   readonly unopened?: true;
 }
 
-/**
- * The position `text` leads to, if it is a cursor this service made (sealed under one of `keys`, unchanged)
- * for `collection` with these filters, sort and page size, for this client, each value of the type of its key;
- * else why not. Nothing of a refused cursor reaches SQL.
- */
+/** The position `text` leads to, if it is a cursor this service made for this query and client; else why not. */
 export function decodeCursor(
   keys: readonly Uint8Array[],
   text: string,

@@ -1,7 +1,4 @@
-/**
- * The problem each rule of the domain is answered with (src/base/domain-error.ts): its status here, its type and
- * detail from the error. The one place a store's refusal becomes HTTP.
- */
+/** The problem each domain rule (src/base/domain-error.ts) is answered with: where a store's refusal becomes HTTP. */
 import { DomainError, type DomainRule } from '../base/domain-error.ts';
 import { validationError } from './json-body.ts';
 import { HttpError } from './problem.ts';

@@ -1,8 +1,4 @@
-/**
- * The pure rules of idempotency keys (contract §7;
- * draft-ietf-httpapi-idempotency-key-header): the key's syntax, the request
- * fingerprint, and which results are stored.
- */
+/** The pure rules of idempotency keys (contract §7; draft-ietf-httpapi-idempotency-key-header). */
 import { createHash } from 'node:crypto';
 import { canonicalJsonText } from './canonical-json.ts';
 import { jsonText } from './json-body.ts';
@@ -18,15 +14,7 @@ export type KeyParse =
   | { readonly ok: true; readonly key: string | undefined }
   | { readonly ok: false; readonly detail: string };
 
-/**
- * Reads an `Idempotency-Key` value (as `headers.get()` returns it): a bare
- * key of 1–255 visible ASCII characters, or a structured-field string whose
- * content is that.
- *
- * @example
- * parseIdempotencyKey('"abc"') // { ok: true, key: 'abc' }
- * parseIdempotencyKey(null)    // { ok: true, key: undefined }
- */
+/** An `Idempotency-Key` value: a bare key of 1–255 visible ASCII characters, or a structured-field string of one. */
 export function parseIdempotencyKey(value: string | null): KeyParse {
   if (value === null) return { ok: true, key: undefined };
   const quoted = SF_STRING.exec(value);
@@ -39,11 +27,7 @@ export function parseIdempotencyKey(value: string | null): KeyParse {
 
 const INVALID = `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters, bare or as a quoted string.`;
 
-/**
- * The request's fingerprint: method, path with its version, and the body
- * re-serialized with sorted keys, its numbers compared by their exact decimal
- * value (canonical-json.ts; a body that is not JSON counts by its bytes).
- */
+/** The request's fingerprint: method, path with its version, and the body in canonical form (canonical-json.ts). */
 export function fingerprint(method: string, path: string, body: Uint8Array): string {
   const hash = createHash('sha256').update(`${method} ${path}\n`);
   const canonical = canonicalBody(body);
@@ -51,10 +35,8 @@ export function fingerprint(method: string, path: string, body: Uint8Array): str
   return (canonical === undefined ? hash.update('raw:').update(body) : hash.update(canonical)).digest('base64url');
 }
 
-/** `body` as canonical JSON; undefined when it is not UTF-8 JSON within the limits of contract §11. */
 function canonicalBody(body: Uint8Array): string | undefined {
-  // canonicalJsonText() recurses and sorts: a body nested past the limit, or too big to walk (both refused
-  // later, 400 and 422), counts by its bytes (contract §11: no request blocks the event loop).
+  // The walk recurses and sorts: a body too deep or too big for it (both refused later) is not walked (contract §11).
   const read = jsonText(body);
   if (read === null || read.shape.depth > MAX_JSON_DEPTH || read.shape.oversize !== undefined) return undefined;
   try {
@@ -67,11 +49,7 @@ function canonicalBody(body: Uint8Array): string | undefined {
   return canonicalJsonText(read.text);
 }
 
-/**
- * contract §7: the results of requests that executed are stored (2xx, and the
- * 409 and 422 of the business rules); requests refused before executing
- * (400, 401, 403, 404, 413, 415, 429) and 5xx are not, so a retry runs anew.
- */
+/** The results of requests that executed are stored (2xx, the rules' 409 and 422); others run anew. */
 export function isStored(status: number): boolean {
   return (status >= 200 && status < 300) || status === 409 || status === 422;
 }

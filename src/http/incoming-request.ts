@@ -1,9 +1,7 @@
 /**
- * The request side of the node bridge: a web-standard `Request` over a node
- * `IncomingMessage` that builds its costly parts only when reached for, and
- * the fields of a request read as `Headers.get()` gives them, in time linear
- * in their length (contract §11). Only the pipeline reads fields through
- * here (`fieldOf()`); handlers get them from the request context.
+ * The request side of the node bridge: a `Request` over an `IncomingMessage` that builds its costly parts only
+ * when reached for, and its fields read as `Headers.get()` gives them, in time linear in their length. Only the
+ * pipeline reads fields through here (`fieldOf()`); handlers get them from the request context.
  */
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
@@ -14,18 +12,10 @@ import { delegateToReal } from './lazy.ts';
 const BASE = 'http://localhost';
 /** RFC 9112 §3.2.2: the scheme and authority of an absolute-form target. */
 const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
-/**
- * Methods the fetch standard forbids in a `Request` (undici throws on them).
- * They are built under a stand-in method with the real one put back, so that
- * they too are answered (405 on a known path, else 404), limited and logged.
- */
+/** Methods undici refuses in a `Request`: built under a stand-in, the real one put back, so they are answered too. */
 const FORBIDDEN_METHODS: ReadonlySet<string> = new Set(['CONNECT', 'TRACE', 'TRACK']);
 
-/**
- * The origin-form of a request target (RFC 9112 §3.2.1): itself, or the path
- * and query of an absolute-form target (§3.2.2, which a server must accept)
- * with its scheme and host dropped; `undefined` for the other forms.
- */
+/** The origin-form of a target (RFC 9112 §3.2.1), also of an absolute-form one (§3.2.2: a server must accept it). */
 export function originForm(target: string): string | undefined {
   if (target.startsWith('/')) return target;
   const authority = ABSOLUTE_FORM.exec(target);
@@ -35,13 +25,9 @@ export function originForm(target: string): string | undefined {
 }
 
 /**
- * A web-standard `Request` over a node request that builds the costly parts
- * only when reached for (the approach of `@hono/node-server`): `method` and
- * `url` are plain fields; `headers` is built on first use; `body` streams
- * from the socket, made on first use; any other member (`json()`, `signal`,
- * `clone()`…) builds the real undici `Request` first. The pipeline reads
- * single fields with `fieldOf()`, which needs no `Headers` at all, so a GET
- * builds neither headers nor a `Request`.
+ * A `Request` over a node request (the approach of `@hono/node-server`): `method` and `url` are fields, `headers`
+ * and `body` are made on first use, and any other member builds the real undici `Request`. A GET whose fields are
+ * read with `fieldOf()` builds neither `Headers` nor a `Request`.
  */
 export class IncomingRequest {
   readonly method: string;
@@ -61,10 +47,7 @@ export class IncomingRequest {
     this.url = BASE + target;
   }
 
-  /**
-   * The body as node's parser hands it over, piece by piece, none kept here (contract §11); `null` when the
-   * method takes none or the request has none. Nothing is read, and no `100 Continue` sent, before `pump()`.
-   */
+  /** The body piece by piece, none kept, or `null`; nothing is read, nor `100 Continue` sent, before `pump()`. */
   bodySource(): BodySource | null {
     const method = this.method;
     if (method === 'GET' || method === 'HEAD' || method === 'CONNECT') return null;
@@ -113,11 +96,8 @@ export class IncomingRequest {
   }
 
   /**
-   * The value of field `name` (lower case) as `Headers.get` gives it: the
-   * values of repeated lines joined by ", ", without surrounding whitespace;
-   * `null` when absent. A value undici refuses (a lone control character:
-   * node's parser let it through, but no handler can use it) is skipped, as
-   * RFC 9110 §5.5 allows.
+   * Field `name` (lower case) as `Headers.get` gives it, or `null`. A value undici refuses (a control character
+   * node's parser let through) is skipped, as RFC 9110 §5.5 allows.
    */
   field(name: string): string | null {
     this.#fields ??= requestFields(this.#req.rawHeaders);
@@ -161,41 +141,27 @@ export class IncomingRequest {
   }
 }
 
-// Every other member of Request reads the real one.
 delegateToReal(IncomingRequest, Request, ['method', 'url']);
 
-/**
- * Field `name` (lower case) of `request`, as `request.headers.get(name)` gives it, without building `Headers` when it
- * can.
- */
+/** `request.headers.get(name)` (`name` in lower case), without building `Headers` when it can. */
 export function fieldOf(request: Request, name: string): string | null {
   return (request as unknown) instanceof IncomingRequest
     ? (request as unknown as IncomingRequest).field(name)
     : request.headers.get(name);
 }
 
-/**
- * The body of `request` as a `BodySource` (piece by piece, nothing read yet), or `null` when it has none: from
- * node's parser for a request of the bridge, else from the web stream.
- */
+/** The body of `request` as a `BodySource` (nothing read yet), or `null` when it has none. */
 export function bodySourceOf(request: Request): BodySource | null {
   if ((request as unknown) instanceof IncomingRequest) return (request as unknown as IncomingRequest).bodySource();
   return request.body === null ? null : streamSource(request.body);
 }
 
-// Fetch's header value rules: no NUL, CR or LF inside; leading and trailing
-// HTTP whitespace removed.
+// Fetch's header value rules: no NUL, CR or LF inside.
 const REFUSED_VALUE = /[\0\r\n]/;
 
 /**
- * `value` without its leading and trailing HTTP whitespace (tab, line feed,
- * carriage return, space), in time linear in its length (contract §11). A
- * regular expression such as `/^\s+|\s+$/g` is not: its second branch is
- * tried at every position of a run of blanks inside the value, so `x`, 15,000
- * blanks and `y` cost it 80 ms.
- *
- * @example
- * trimField(' \ta b\r\n') // 'a b'
+ * `value` without its leading and trailing HTTP whitespace, in time linear in its length (contract §11): a regular
+ * expression such as `/^\s+|\s+$/g` tries its second branch at every position of a run of blanks inside the value.
  */
 export function trimField(value: string): string {
   let start = 0;

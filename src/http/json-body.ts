@@ -1,9 +1,6 @@
 /**
- * Request bodies as JSON (contract §4, §5, §8): the media type is checked (415),
- * the bytes parsed (400 `malformed-json`, also for nesting past the limit of
- * contract §11, measured by json-scan.ts before parsing) and the value
- * validated against a valibot schema (422 `validation`, with a JSON Pointer
- * per error).
+ * Request bodies as JSON (contract §4, §5, §8): the media type checked (415), the bytes parsed (400
+ * `malformed-json`, nesting past the limit included) and the value validated with valibot (422 `validation`).
  */
 import * as v from 'valibot';
 import { distinctErrors, HttpError, listedErrors, type ProblemError } from './problem.ts';
@@ -20,24 +17,13 @@ const BODY_TYPES = new Set(['application/json', 'application/vnd.orders.v1+json'
 export interface BodyOptions {
   /** PATCH: accepts the merge-patch type too, and a 415 names it in `Accept-Patch` (RFC 5789 §3.1). */
   readonly patch?: boolean;
-  /**
-   * The version the request is served in: a vendor type of the other version is refused (contract §8: placements must
-   * agree).
-   */
+  /** The version served: a vendor type of the other version is refused (contract §8: the placements must agree). */
   readonly version?: Version;
 }
 
 /**
- * contract §4, RFC 7694 §3: a request body is taken in the identity coding only.
- * Checks `contentEncoding` (what `headers.get('content-encoding')` returns):
- * absent, or only `identity`; anything else (`gzip`, an unknown coding) is
- * 415 with `Accept-Encoding: identity`, before the body is looked at, so a
- * coded body is never run as if it were plain.
- *
- * @example
- * checkContentEncoding(null)          // passes
- * checkContentEncoding('identity')    // passes
- * checkContentEncoding('gzip')        // throws 415
+ * A request body is taken in the identity coding only (contract §4, RFC 7694 §3): any other `Content-Encoding` is
+ * 415 with `Accept-Encoding: identity`, before the body is looked at, so a coded body is never run as plain.
  */
 export function checkContentEncoding(contentEncoding: string | null): void {
   if (contentEncoding === null) return;
@@ -51,16 +37,12 @@ export function checkContentEncoding(contentEncoding: string | null): void {
   });
 }
 
-/**
- * Checks `contentType` (exactly what `headers.get('content-type')` returns):
- * a JSON media type, with no `charset` other than UTF-8 (RFC 8259 §8.1).
- */
+/** Checks for a JSON media type with no `charset` but UTF-8 (RFC 8259 §8.1); else 415. */
 export function checkJsonContentType(contentType: string | null, options: BodyOptions = {}): void {
   const [type = '', ...parameters] = (contentType ?? '').split(';').map((part) => part.trim());
   const media = type.toLowerCase();
   const accepted = BODY_TYPES.has(media) || (options.patch === true && media === MERGE_PATCH_TYPE);
-  // `charset = "utf-8"`: blanks around "=" dropped by split and trim (a regular expression such as
-  // /\s*=\s*/ would take time quadratic in a run of blanks with no "=": contract §11).
+  // Blanks around "=" dropped by split and trim: a regular expression such as /\s*=\s*/ is quadratic in a run of them.
   const charset = parameters
     .map((p) => {
       const equals = p.indexOf('=');
@@ -93,10 +75,8 @@ export function checkJsonContentType(contentType: string | null, options: BodyOp
 }
 
 /**
- * Parses `body` as UTF-8 JSON, or throws 400 `malformed-json`: also when
- * arrays and objects nest deeper than `MAX_JSON_DEPTH`, checked on the text
- * before anything walks the value. Well-formed JSON that holds too much to
- * walk (`MAX_JSON_ELEMENTS`, `MAX_JSON_VALUES`) is 422 `validation`.
+ * Parses `body` as UTF-8 JSON, or throws 400 `malformed-json` (also for nesting past `MAX_JSON_DEPTH`, checked on
+ * the text first); well-formed JSON that holds too much to walk is 422 `validation`.
  */
 export function parseJson(body: Uint8Array): unknown {
   const read = jsonText(body);
@@ -111,8 +91,7 @@ export function parseJson(body: Uint8Array): unknown {
         'service accepts.',
     });
   }
-  // Too big to walk: refused before JSON.parse makes its elements, and before any schema looks at them
-  // (contract §11). Sizes come first: a body both too big and malformed further on is this 422.
+  // Sizes before syntax (contract §11): a body both too big to walk and malformed further on is this 422.
   if (shape.oversize !== undefined) throw validationError([shape.oversize]);
   try {
     return JSON.parse(text);
@@ -132,10 +111,7 @@ export interface JsonText {
 /** Each body's text and shape, made once: a keyed POST's fingerprint and its handler both read them. */
 const texts = new WeakMap<Uint8Array, JsonText | null>();
 
-/**
- * `body` decoded as UTF-8, with its shape; `null` when it is not UTF-8. Made
- * once per body (the same `Uint8Array`), however many readers ask.
- */
+/** `body` as UTF-8 text with its shape, made once per body; `null` when it is not UTF-8. */
 export function jsonText(body: Uint8Array): JsonText | null {
   let read = texts.get(body);
   if (read === undefined) {
@@ -163,13 +139,13 @@ export function validate<S extends v.GenericSchema>(schema: S, value: unknown): 
   const unstorable = unstorableStrings(value, []);
   if (unstorable.length > 0) throw validationError(unstorable);
   // Each member's pipe stops at its first problem: a size declared before a format (a string's maxLength
-  // before its e-mail pattern) keeps the format's check off a value too long to be one (contract §11).
+  // before its e-mail pattern) keeps the format's check off a value too long to be one.
   const result = v.safeParse(schema, value, { abortEarly: false, abortPipeEarly: true });
   if (result.success) return result.output;
   throw validationError(result.issues.map(toProblemError));
 }
 
-/** 422 `validation` with these errors; the detail names the places of those a problem lists (contract §11). */
+/** 422 `validation` with these errors; the detail names the places of those a problem lists. */
 export function validationError(errors: readonly ProblemError[]): HttpError {
   const distinct = distinctErrors(errors);
   const pointers = [

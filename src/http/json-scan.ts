@@ -1,17 +1,11 @@
 /**
- * JSON text read without parsing it (contract §11): the shape of a request
- * body (its nesting, and whether it holds more than anything should walk),
- * measured before JSON.parse makes a single element of it, and the source
- * text of one member's value. One pass each, without recursion, so any body
- * is safe to read; strings, escaped quotes included, are skipped whole.
+ * JSON text read without parsing it (contract §11): a body's shape (its nesting, and whether it holds more than
+ * anything should walk), measured before JSON.parse makes an element of it, and one member's source text. One pass
+ * each, without recursion, so any body is safe to read; strings, escaped quotes included, are skipped whole.
  */
 import { jsonPointer } from './json-pointer.ts';
 
-/**
- * contract §11: the deepest nesting of arrays and objects a body may have. Every
- * walk over a parsed body (validation, the idempotency fingerprint) recurses,
- * so the limit is what keeps them far from the end of the stack.
- */
+/** The deepest nesting of a body: every walk over a parsed body recurses, so this keeps it far from the stack's end. */
 export const MAX_JSON_DEPTH = 32;
 
 const QUOTE = 0x22;
@@ -26,32 +20,19 @@ const CLOSE_OBJECT = 0x7d; // }
 const OPEN = new Set([OPEN_ARRAY, OPEN_OBJECT]);
 const CLOSE = new Set([CLOSE_ARRAY, CLOSE_OBJECT]);
 
-/**
- * The deepest nesting of arrays and objects in the JSON text `text`, found in
- * one pass without recursion (so any depth is safe to measure); brackets
- * inside strings, escaped quotes included, do not count. On text that is not
- * JSON the number means little, but JSON.parse refuses that text anyway.
- *
- * @example
- * jsonNesting('{"a":[1,"]]"]}') // 2
- */
+/** The deepest nesting of arrays and objects in `text`, measured at any depth. */
 export function jsonNesting(text: string): number {
   return scanJson(text, true).depth;
 }
 
-/** contract §11: the most elements an array, or members an object, of a request body may hold. */
+/** The most elements an array, or members an object, of a request body may hold. */
 export const MAX_JSON_ELEMENTS = 1_000;
-/** contract §11: the most values (numbers, strings, arrays, objects…) a request body may hold in all. */
+/** The most values (numbers, strings, arrays, objects…) a request body may hold in all. */
 export const MAX_JSON_VALUES = 10_000;
 
 export interface JsonShape {
-  /** The deepest nesting of arrays and objects. */
   readonly depth: number;
-  /**
-   * The first array or object found to hold more than `MAX_JSON_ELEMENTS`
-   * (its JSON Pointer), or the whole body (`''`) past `MAX_JSON_VALUES` values;
-   * `undefined` when within both.
-   */
+  /** The first array or object past `MAX_JSON_ELEMENTS` (its pointer), or the body (`''`) past `MAX_JSON_VALUES`. */
   readonly oversize?: { readonly pointer: string; readonly detail: string };
 }
 
@@ -65,23 +46,12 @@ interface Frame {
 }
 
 /**
- * The shape of the JSON text `text` (contract §11: sizes before elements), in
- * one pass without recursion and without parsing it: its nesting, and whether
- * an array or object holds too many elements, or the body too many values,
- * for anything to walk it within the event loop's budget. So a 1 MiB body of
- * 349,000 array elements is refused before JSON.parse makes 349,000 objects
- * of it. Strings, escaped quotes included, are skipped whole.
- *
- * The scan stops at the first limit passed, nesting or size: that one is the
- * body's refusal (`whole`: read it all, for the nesting's exact measure).
- *
- * @example
- * scanJson('{"items":[{},{},{}]}').depth // 2
+ * The shape of `text`, in one pass without recursion or parsing: a 1 MiB body of 349,000 elements is refused before
+ * JSON.parse makes 349,000 objects. It stops at the first limit passed (`whole`: reads on, for the exact nesting).
  */
 export function scanJson(text: string, whole = false): JsonShape {
-  // The arrays and objects open, as deep as the nesting limit (past it the body is refused for its depth):
-  // frames[0..open) are the open ones, and a frame is reused when its depth opens again, so that 349,000
-  // small objects cost no allocation each.
+  // The open arrays and objects (frames[0..open)), as deep as the nesting limit; a frame is reused when its depth
+  // opens again, so that small objects cost no allocation each.
   const frames: Frame[] = [];
   let open = 0;
   let depth = 0;
@@ -154,15 +124,8 @@ function pointerOf(text: string, frames: readonly Frame[]): string {
 }
 
 /**
- * The source text of the value of the top-level member `name` of the JSON
- * object in `body`, as the client wrote it (`24.999999999999999`, not the
- * binary float JSON.parse makes of it: contract §4, an amount is compared as
- * the decimal the client wrote), or `undefined` when there is none. Of
- * repeated members, the last, as JSON.parse takes it. For a body JSON.parse
- * accepted; in one pass, without recursion.
- *
- * @example
- * memberSource('{"orderId":1,"amount": 24.50 }', 'amount') // '24.50'
+ * The source text of the top-level member `name`'s value as the client wrote it (`24.999999999999999`, not a float:
+ * an amount is compared as written, contract §4); of repeated members the last, as JSON.parse takes them.
  */
 export function memberSource(body: Uint8Array | string, name: string): string | undefined {
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body);

@@ -1,7 +1,4 @@
-/**
- * JSON responses, serialized once into bytes with their exact length (so HEAD
- * can carry it too), as a `Response` that needs no web stream.
- */
+/** JSON responses, serialized once into bytes with their exact length (so HEAD can carry it too). */
 import { bufferedResponse } from './response.ts';
 
 export const JSON_CONTENT_TYPE = 'application/json';

@@ -1,8 +1,4 @@
-/**
- * Lazy stand-ins for web-standard classes (the bridge's `IncomingRequest`,
- * `BufferedResponse`): objects that answer their cheap parts themselves and
- * build the real undici object only when something reaches for the rest.
- */
+/** Lazy stand-ins for web-standard classes, which build the real undici object only when the rest is reached for. */
 
 /** What a stand-in provides: the real object, built on first use. */
 interface StandIn {
@@ -10,12 +6,8 @@ interface StandIn {
 }
 
 /**
- * Makes instances of `lazy` whole `real`s: its prototype chains to
- * `real.prototype` (so `instanceof` holds), and every member of
- * `real.prototype` that `lazy` does not define itself, and that is not one of
- * `fields` (set on each instance by its constructor), reads the object its
- * `real()` builds. Done member by member, so it follows whatever Node's
- * undici adds (`bytes()` in newer releases).
+ * Makes instances of `lazy` whole `real`s (`instanceof` holds): each member of `real.prototype` that `lazy` does not
+ * define, and not one of the instance `fields`, reads its `real()`. Member by member, so it follows what undici adds.
  */
 export function delegateToReal(
   lazy: { readonly prototype: StandIn },

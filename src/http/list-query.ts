@@ -1,10 +1,7 @@
 /**
- * Collection query strings (contract §4): filters, `sort`, `page`, `pageSize`
- * and `cursor`. Strict by design: an undocumented parameter, a repeated
- * parameter, an unknown, repeated or empty sort key, or a value that does not
- * parse is an error naming that parameter; nothing is ever silently ignored.
- * The cursor itself (its text, and what it is bound to) is cursor.ts's, the
- * page links page-links.ts's. Pure.
+ * Collection query strings (contract §4): filters, `sort`, `page`, `pageSize` and `cursor`. Strict: an unknown or
+ * repeated parameter, a bad sort key or a value that does not parse is an error naming that parameter; nothing is
+ * silently ignored. The cursor itself is cursor.ts's, the page links page-links.ts's. Pure.
  */
 
 import { HttpError, listedErrors } from './problem.ts';
@@ -14,26 +11,20 @@ import { type CursorPosition, decodeCursor } from './cursor.ts';
 export type FilterParser<T> = (value: string) => { readonly value: T } | { readonly error: string };
 
 export interface ListSpec<K extends string, F extends Record<string, unknown>> {
-  /** The sort keys this collection accepts. */
   readonly sortKeys: readonly K[];
   /** The SQL type of each sort key's values, `id` included (a cursor carries them). */
   readonly keyTypes: { readonly [P in K | 'id']: KeyType };
-  /** The filters this collection accepts, each with its parser. */
   readonly filters: { readonly [P in keyof F]: FilterParser<F[P]> };
 }
 
 export interface ListQuery<K extends string, F extends Record<string, unknown>> {
-  /** The number of the page: asked for by `page`, or carried by the cursor (contract §4: every page has one). */
+  /** The number of the page: asked for by `page`, or carried by the cursor (every page has one). */
   readonly page: number;
   readonly pageSize: number;
   /** As given; empty means the default order. `id` is appended as the tie-breaker by `sortOrder()`. */
   readonly sort: readonly SortKey<K>[];
   readonly filters: Partial<F>;
-  /**
-   * On a cursor page: the keyset position it continues after, the last row's
-   * value of each key of `sortOrder(sort)` (`id` last), as text, checked
-   * against the key's type.
-   */
+  /** On a cursor page: the position it continues after, the last row's value of each key of `sortOrder(sort)`. */
   readonly after?: readonly string[];
 }
 
@@ -53,11 +44,7 @@ export const MAX_PAGE_DEPTH = 10_000;
 const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 const DIGITS = /^[1-9][0-9]*$/;
 
-/**
- * `value` as a positive integer of at most `max` (2^53−1 by default): digits
- * only, no sign, no leading zero; else `undefined`. The rule of every id in
- * a path, a query or a command-line option (contract §4).
- */
+/** `value` as a positive integer up to `max` (digits only, no sign, no leading zero): the rule of every id. */
 export function positiveInteger(value: string, max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (!POSITIVE_INT.test(value)) return undefined;
   const n = Number(value);
@@ -72,23 +59,14 @@ export const positiveId: FilterParser<number> = (value) => {
 
 /** What a cursor is checked against beside the query: the keys it may be sealed under, and its client. */
 export interface CursorContext {
-  /** The current cursor key first, then the previous (contract §4: rotatable). */
+  /** The current cursor key first, then the previous (the key rotates). */
   readonly keys: readonly Uint8Array[];
-  /** Who asks: `user 7`, or `anyone` on a public collection. */
   readonly principal: string;
 }
 
 /**
- * Parses `search` against `spec`, collecting every error rather than
- * stopping at the first. `collection` names the collection a cursor is bound
- * to (its path without the version prefix), with the filters, the order and
- * the page size; `cursors` says the keys and the client. A failure whose
- * cursor none of the keys opened says `unopened` (a key newer than these
- * may have sealed it).
- *
- * @example
- * parseListQuery(new URLSearchParams('sort=-createdAt&page=2'), spec, '/orders', { keys, principal: 'user 7' })
- * // { ok: true, value: { page: 2, pageSize: 20, sort: [{ key: 'createdAt', descending: true }], filters: {} } }
+ * Parses `search` against `spec`, collecting every error. A cursor is bound to `collection` (the path without its
+ * version prefix); `unopened` says none of the keys opened it (a newer key may have sealed it).
  */
 export function parseListQuery<K extends string, F extends Record<string, unknown>>(
   search: URLSearchParams,
@@ -170,12 +148,12 @@ export function parseListQuery<K extends string, F extends Record<string, unknow
   };
 }
 
-/** The deepest `page` allowed with `pageSize` (contract §4: `(page - 1) × pageSize < 10000`). */
+/** The deepest `page` allowed with `pageSize`. */
 export function maxPage(pageSize: number): number {
   return Math.ceil(MAX_PAGE_DEPTH / pageSize);
 }
 
-/** Parses a `sort` value: comma-separated keys, `-key` descending (contract §4). */
+/** Parses a `sort` value: comma-separated keys, `-key` descending. */
 export function parseSort<K extends string>(value: string, allowed: readonly K[]): ParseResult<SortKey<K>[]> {
   const errors: QueryError[] = [];
   const keys: SortKey<K>[] = [];
@@ -198,7 +176,7 @@ export function parseSort<K extends string>(value: string, allowed: readonly K[]
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: keys };
 }
 
-/** 400 `invalid-query` naming each offending parameter the problem lists (contract §4, §11). */
+/** 400 `invalid-query` naming each offending parameter the problem lists. */
 export function invalidQuery(errors: readonly QueryError[]): HttpError {
   const names = [...new Set(listedErrors(errors).listed.map((e) => e.parameter))].join(', ');
   return new HttpError(400, 'invalid-query', { detail: `The query parameters ${names} are invalid.`, errors });

@@ -1,10 +1,6 @@
 /**
- * Content negotiation and API versions (contract §8; RFC 9110 §12.5.1). Pure.
- *
- * A version comes from the path (`/v1`, `/v2`) or from the vendor media type
- * in `Accept` (`application/vnd.orders.v2+json`); with neither, version 1.
- * The two placements must not disagree: a `/v1` path whose `Accept` allows
- * only the v2 vendor type has nothing acceptable, so 406.
+ * Content negotiation and API versions (contract §8; RFC 9110 §12.5.1). A version comes from the path (`/v1`) or
+ * the vendor type in `Accept`, else 1; the two must not disagree (a `/v1` path with only v2 acceptable is 406).
  */
 
 export type Version = 1 | 2;
@@ -28,10 +24,7 @@ interface MediaRange {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const QVALUE = /^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$/;
 
-/**
- * Parses an `Accept` value into media ranges; malformed entries are skipped
- * (jshttp/negotiator does the same). `null` or blank means "anything".
- */
+/** `Accept` as media ranges, malformed entries skipped (as jshttp/negotiator does); `null` or blank is anything. */
 export function parseAccept(accept: string | null): MediaRange[] {
   if (accept === null || accept.trim() === '') return [{ type: '*', subtype: '*', q: 1, specificity: 0, index: 0 }];
   const ranges: MediaRange[] = [];
@@ -58,10 +51,7 @@ export function parseAccept(accept: string | null): MediaRange[] {
   return ranges;
 }
 
-/**
- * The quality the client gives `offer` (`type/subtype`): that of the most
- * specific range matching it (RFC 9110 §12.5.1), 0 when none does.
- */
+/** The weight of the most specific range matching `offer` (RFC 9110 §12.5.1), 0 when none does. */
 function quality(offer: string, ranges: readonly MediaRange[]): { q: number; specificity: number } {
   const [type, subtype] = offer.split('/') as [string, string];
   let best: MediaRange | undefined;
@@ -76,17 +66,7 @@ export type Negotiated =
   | { readonly ok: true; readonly version: Version; readonly contentType: string }
   | { readonly ok: false; readonly detail: string };
 
-/**
- * Chooses the version and `Content-Type` of the response.
- *
- * @example
- * negotiate(null, undefined)
- * // { ok: true, version: 1, contentType: 'application/json' }
- * negotiate('application/vnd.orders.v2+json', undefined)
- * // { ok: true, version: 2, contentType: 'application/vnd.orders.v2+json' }
- * negotiate('application/vnd.orders.v2+json', 1).ok
- * // false: the placements disagree
- */
+/** The version and `Content-Type` of the response, or why nothing in `Accept` can be produced. */
 export function negotiate(accept: string | null, pathVersion: Version | undefined): Negotiated {
   // Clients send few distinct Accept values: the verdict of each is kept.
   const key = accept === null ? `${pathVersion ?? 0}` : `${pathVersion ?? 0}:${accept}`;
@@ -106,8 +86,7 @@ const MAX_KEPT_ACCEPT = 256;
 
 function decide(accept: string | null, pathVersion: Version | undefined): Negotiated {
   const ranges = parseAccept(accept);
-  // Offers in the server's order of preference, which breaks ties: plain JSON
-  // first (an unversioned client stays on v1), then the newer vendor type.
+  // Offers in the server's order, which breaks ties: plain JSON first (an unversioned client stays on v1).
   const offers: { type: string; version: Version }[] =
     pathVersion === undefined
       ? [

@@ -1,11 +1,7 @@
 /**
- * The thin layer between `node:http` and web-standard `Request`/`Response`.
- * It knows nothing of routes or problems: it turns an `IncomingMessage` into
- * a `Request` that builds its parts only when they are reached for (its body
- * streams from the socket), and writes the `Response` back: bytes in memory
- * straight to the socket, any other body streamed. Body limits, time-outs
- * and errors are the handler's business.
- * The request side (the lazy `Request`, its fields) is src/http/incoming-request.ts.
+ * The thin layer between `node:http` and web-standard `Request`/`Response`, which knows nothing of routes or
+ * problems: bytes in memory go straight to the socket, any other body is streamed. Body limits, time-outs and
+ * errors are the handler's. The request side is incoming-request.ts; connections beyond one request, connections.ts.
  */
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
@@ -38,11 +34,8 @@ export interface NodeServerOptions extends ConnectionCaps {
 export interface NodeServer {
   readonly server: Server;
   /**
-   * contract §1 shutdown: stops accepting; closes at once every connection with
-   * no request in progress, including one that has not sent a request yet
-   * (which `closeIdleConnections()` leaves open, as it waits for headers);
-   * ends every other one as soon as its last response is written, with
-   * `Connection: close` on that response. Resolves when all are closed.
+   * Shutdown (contract §1): stops accepting; closes every connection with no request in progress, even one that sent
+   * none yet (`closeIdleConnections()` leaves those); ends the others after their last response (`Connection: close`).
    */
   close(): Promise<void>;
   /** Closes every connection now, requests in progress or not. */
@@ -57,13 +50,11 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   const connections = new Map<Socket, number>();
   let closing = false;
   const settle = (socket: Socket, change: number) => {
-    // A socket that has closed is gone from the table (its 'close' comes
-    // before its last response's): never add it back.
+    // A closed socket is gone from the table (its 'close' comes before its last response's): never add it back.
     const current = connections.get(socket);
     if (current === undefined) return;
     const busy = current + change;
     connections.set(socket, busy);
-    // contract §11: a connection between requests is idle, the longest idle first to go near the cap.
     idle.delete(socket);
     if (busy === 0 && change < 0) idle.add(socket);
     if (closing && busy === 0) socket.destroySoon();
@@ -79,17 +70,15 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
       settle(socket, -1);
       if (!res.writableFinished) client.left();
     });
-    // contract §11: a client that has more requests waiting on one connection than any client that
-    // reads its answers would is cut off, with them: node parses a whole read (64 KiB, some thousands of
-    // small pipelined requests) at once, and each would hold its request and response objects until served.
+    // A client with more requests waiting than one that reads its answers would is cut off, with them: node
+    // parses a whole read (64 KiB: thousands of small requests) at once, each holding its objects until served.
     if ((connections.get(socket) ?? 0) > MAX_PIPELINED) {
       socket.destroy();
       return;
     }
     const run = () =>
       serve(handler, client, req, res, expectsContinue, () => closing, options.lingerMs).catch((error: unknown) => {
-        // Only a failure to write the response lands here (the client went away
-        // mid-body, say): the handler itself never throws.
+        // Only a failed write lands here (the client went mid-body, say): the handler itself never throws.
         res.destroy(error instanceof Error ? error : new Error(String(error)));
       });
     inTurn(socket, res, run);
@@ -107,7 +96,6 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   // RFC 9110 §10.1.1: a client that asks for 100 Continue sends its body only once told to; it is told when the
   // body stage starts reading, so a request refused from its head alone (401, 413, 429…) never gets the body.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
-  // contract §11: the caps on connections, the process's and each client address's (connections.ts).
   const healthOnly = new WeakSet<Socket>();
   const admit = capConnections(server, options, {
     closeOldest() {
@@ -128,8 +116,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
       idle.delete(socket);
     });
   });
-  // Node hands a CONNECT request over as a bare socket, and without this
-  // listener drops it; contract §5 wants it answered like any other method.
+  // Node hands CONNECT over as a bare socket, dropped without this listener; contract §5 answers it like any method.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     socket.on('error', () => socket.destroy());
     const res = new ServerResponse(req);
@@ -179,9 +166,8 @@ async function serve(
   const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target', beforeBody);
   client.path = path;
   const response = await handler(request as unknown as Request, client);
-  // contract §11: a body left unread is drained only when it was never touched, is small and is on its way (its
-  // client does not wait for 100 Continue); else the connection ends with this answer. A body whose reading
-  // stopped midway (refused) leaves the connection where nothing can follow on it.
+  // A body left unread is drained only if never touched, small and on its way (no 100 Continue awaited); else the
+  // connection ends with this answer, as it must after a body whose reading stopped midway (refused).
   const keep = req.complete || (!started && !expectsContinue && drainable(req));
   if (!keep) lingeringClose(req.socket, lingerMs);
   // A connection of the health reserve serves one answer, then goes: the room is for the next check.
@@ -189,18 +175,14 @@ async function serve(
   if (streamed !== undefined) await streamed;
 }
 
-/**
- * Writes `response` to `res`: at once when its bytes are in memory (every
- * JSON response), else a promise of its streamed body written out.
- */
+/** Writes `response`: at once when its bytes are in memory, else a promise of its streamed body written out. */
 function writeResponse(
   req: IncomingMessage,
   res: ServerResponse,
   response: Response,
   close: boolean,
 ): Promise<void> | undefined {
-  // The fields as node's flat list (name, value, name, value…): no object
-  // keyed by field names to build for each response.
+  // Node's flat list of fields (name, value, …): no object keyed by names to build for each response.
   const fields: string[] = [];
   let length = false;
   fieldsOf(response).forEach((value, name) => {

@@ -1,7 +1,4 @@
-/**
- * The links of a collection's page (contract §4): the number of pages, and
- * the RFC 8288 `Link` header with `first`, `prev`, `next` and `last`. Pure.
- */
+/** The links of a collection's page (contract §4): the number of pages, and the RFC 8288 `Link` field. Pure. */
 import { maxPage } from './list-query.ts';
 
 /** The number of pages for `total` items; 0 when there are none. */
@@ -9,7 +6,7 @@ export function pageCount(total: number, pageSize: number): number {
   return Math.ceil(total / pageSize);
 }
 
-/** The collection pages a response links to (contract §4). */
+/** The collection pages a response links to. */
 export interface PageLinks {
   /** The number of the page (a cursor page's too: its cursor carries it). */
   readonly page: number;
@@ -21,13 +18,8 @@ export interface PageLinks {
 }
 
 /**
- * The RFC 8288 `Link` value of a page of a collection, and its next page's
- * URL (`meta.next`): each link the same request (path and query, as a
- * relative reference) with another `page` or `cursor` (contract §4). `first`
- * is page 1; `prev` the page before, by number, when `page` reaches it (a
- * cursor page deeper than that has none); `next` the cursor after this page's last row,
- * when there is a next page; `last` the last page, when it lies within the
- * depth `page` reaches.
+ * The `Link` value of a page, and its next page's URL (`meta.next`): the same request with another `page` or
+ * `cursor`. `prev` and `last` only within the depth `page` reaches; `next` by cursor, when there is a next page.
  */
 export function paginationLinks(url: URL, links: PageLinks): { readonly header: string; readonly next?: string } {
   const last = Math.max(links.pages, 1);

@@ -1,7 +1,6 @@
 /**
- * RFC 9457 problem details: the one way every error leaves the service
- * (contract §5). Handlers throw an `HttpError`; the request pipeline turns it,
- * or any other exception, into a `Response` with `problemResponse()`.
+ * RFC 9457 problem details, the one way every error leaves the service (contract §5): handlers throw an
+ * `HttpError`; the pipeline turns it, or any other exception, into a `Response`.
  */
 import { bufferedResponse, fieldsOf } from './response.ts';
 
@@ -46,12 +45,7 @@ export type ProblemError =
 /** contract §11: the most entries a problem's `errors` list holds; the detail says how many more there are. */
 export const MAX_PROBLEM_ERRORS = 20;
 
-/**
- * `errors` with each entry once (same place, same detail), in their order.
- *
- * @example
- * distinctErrors([{ pointer: '/a', detail: 'x' }, { pointer: '/a', detail: 'x' }]) // [{ pointer: '/a', detail: 'x' }]
- */
+/** `errors` with each entry once (same place, same detail), in their order. */
 export function distinctErrors<E extends ProblemError>(errors: readonly E[]): E[] {
   const seen = new Set<string>();
   return errors.filter((e) => {
@@ -64,10 +58,7 @@ export function distinctErrors<E extends ProblemError>(errors: readonly E[]): E[
   });
 }
 
-/**
- * The entries of `errors` a problem lists: each distinct one once, at most `MAX_PROBLEM_ERRORS`; and how many are left
- * out.
- */
+/** The entries a problem lists: each distinct one once, at most `MAX_PROBLEM_ERRORS`; and how many are left out. */
 export function listedErrors<E extends ProblemError>(errors: readonly E[]): { listed: E[]; omitted: number } {
   const distinct = distinctErrors(errors);
   return { listed: distinct.slice(0, MAX_PROBLEM_ERRORS), omitted: Math.max(0, distinct.length - MAX_PROBLEM_ERRORS) };
@@ -106,14 +97,8 @@ export interface ProblemBody {
 }
 
 /**
- * Builds the problem response for `error` on the request at `instance`
- * (the path, without the query string: it may hold personal values).
- * Errors are never cached (contract §5, §9). The `errors` list is cut to the
- * entries `listedErrors()` keeps, and the detail says how many more there
- * are (contract §11), so a hostile request cannot make a huge answer.
- *
- * @example
- * problemResponse(new HttpError(404, 'not-found'), '/v1/orders/7', 'req-1').status // 404
+ * The problem response for `error` at `instance` (the path without its query, which may hold personal values),
+ * never cached; `errors` cut to `listedErrors()`, so that a hostile request cannot make a huge answer.
  */
 export function problemResponse(error: HttpError, instance: string, requestId: string): Response {
   const errors = error.init.errors === undefined ? undefined : listedErrors(error.init.errors);
@@ -150,9 +135,8 @@ export function internalError(): HttpError {
 }
 
 /**
- * contract §17: a write was sent to the database and no answer came (its connection was lost, or the request's
- * deadline passed while its COMMIT was on its way): it may have been done. 503, so that the client retries: with
- * its `Idempotency-Key`, a retry replays the stored answer or does the work once.
+ * contract §17: a write was sent to the database and no answer came: it may have been done. 503, so that the
+ * client retries with its `Idempotency-Key`, which replays the stored answer or does the work once.
  */
 export function outcomeUnknownError(): HttpError {
   return new HttpError(503, 'outcome-unknown', {
@@ -163,7 +147,7 @@ export function outcomeUnknownError(): HttpError {
   });
 }
 
-/** The 503 answer while the database cannot be reached (contract §5). */
+/** The 503 answer while the database cannot be reached. */
 export function unavailableError(detail = 'The database cannot be reached; try again shortly.'): HttpError {
   return new HttpError(503, 'unavailable', { detail, headers: { 'retry-after': '5' } });
 }

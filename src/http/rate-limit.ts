@@ -1,15 +1,9 @@
 /**
- * Rate limits (contract §10): a fixed window of `limit` requests per
- * `windowSeconds` per key (a user, or a client's address group). The counter
- * table holds at most `maxKeys` windows and never drops one that is still
- * running: a window leaves the table only once it has ended. A new key that
- * finds the table full of running windows is counted in one shared overflow
- * window, so a flood of new clients shares a single budget and can never give
- * a limited client a fresh one. Memory stays bounded (`maxKeys` + 1 windows)
- * whatever the traffic. The header fields follow
- * draft-ietf-httpapi-ratelimit-headers. These are one process's windows;
- * with `REDIS_URL`, src/limits/ counts in windows shared through Redis and
- * falls back to these while Redis cannot be reached (contract §17).
+ * Rate limits (contract §10): a fixed window of `limit` requests per `windowSeconds` per key (a user, or a client's
+ * address group), in a table of at most `maxKeys` windows that never drops one still running. A new key that finds
+ * the table full of running windows counts in one shared overflow window, so a flood of new clients shares one
+ * budget and never gives a limited client a fresh one. Fields per draft-ietf-httpapi-ratelimit-headers. With
+ * `REDIS_URL`, src/limits/ counts in windows shared through Redis and falls back to these (contract §17).
  */
 import { isIPv4, isIPv6 } from 'node:net';
 /** A budget: `limit` requests per window of `windowSeconds` (RATE_LIMIT). */
@@ -42,15 +36,7 @@ interface Window {
   count: number;
 }
 
-/**
- * A limiter of `config.limit` requests per window per key, holding at most
- * `maxKeys` windows (`now` is a monotonic clock in milliseconds).
- *
- * ```ts
- * const limiter = createRateLimiter({ limit: 600, windowSeconds: 60 });
- * limiter.consume('user:7'); // { allowed: true, remaining: 599, resetSeconds: 60 }
- * ```
- */
+/** A limiter of `config.limit` requests per window per key (`now`: a monotonic clock in milliseconds). */
 export function createRateLimiter(
   config: RateLimit,
   now: () => number = () => performance.now(),
@@ -59,9 +45,8 @@ export function createRateLimiter(
   if (!Number.isSafeInteger(maxKeys) || maxKeys < 1)
     throw new RangeError(`maxKeys must be a positive integer, got ${maxKeys}`);
   const windowMs = config.windowSeconds * 1000;
-  // A Map iterates in insertion order; a key is re-inserted when its window
-  // restarts, so the first key is always the one whose window began earliest:
-  // if that window still runs, so does every other.
+  // A Map iterates in insertion order and a key is re-inserted when its window restarts, so the first key's window
+  // began earliest: if it still runs, so does every other.
   const windows = new Map<string, Window>();
   // Every key that found no room while the table was full of running windows.
   let overflow: Window = { start: -Infinity, count: 0 };
@@ -93,23 +78,13 @@ export function createRateLimiter(
       const at = now();
       const window = windowOf(key, at);
       window.count += 1;
-      // Elapsed time first: (start + windowMs) - at is not exact in floating point
-      // and could round a fresh 60 s window up to 61.
+      // Elapsed time first: (start + windowMs) - at is inexact in floating point; a fresh 60 s window could say 61.
       return decide(config.limit, window.count, windowMs - (at - window.start));
     },
   };
 }
 
-/**
- * The decision for the `count`-th request of a window that ends in `msLeft`
- * milliseconds: the same for a window of this process's tables and for a
- * window shared through Redis (src/limits/, contract §10).
- *
- * ```ts
- * decide(600, 1, 60_000); // { allowed: true, remaining: 599, resetSeconds: 60 }
- * decide(600, 601, 200);  // { allowed: false, remaining: 0, resetSeconds: 1 }
- * ```
- */
+/** The decision for a window's `count`-th request, `msLeft` before it ends: local or shared through Redis alike. */
 export function decide(limit: number, count: number, msLeft: number): RateDecision {
   return {
     allowed: count <= limit,
@@ -124,17 +99,9 @@ export function rateLimitField(decision: RateDecision): string {
 }
 
 /**
- * Who an unauthenticated request is counted as (contract §10): an IPv4 address
- * alone, an IPv6 address by its /64 (a whole /64 is what one host or one
- * subscriber is given, RFC 7421, so counting single IPv6 addresses would let
- * one client be a new client 2^64 times). An IPv4-mapped IPv6 address, as a
- * dual-stack socket reports an IPv4 peer (RFC 4291 §2.5.5.2), is its IPv4
- * address. Anything that is not an IP address is returned as given.
- *
- * ```ts
- * addressGroup('2001:db8:0:7:1:2:3:4'); // '2001:db8:0:7::/64'
- * addressGroup('::ffff:192.0.2.1');     // '192.0.2.1'
- * ```
+ * Who an unauthenticated request is counted as: an IPv4 address, or an IPv6 address's /64 (what one
+ * host or subscriber is given, RFC 7421: single addresses would make one client 2^64 clients); an IPv4-mapped
+ * address (RFC 4291 §2.5.5.2) as its IPv4 address. Anything else as given.
  */
 export function addressGroup(address: string): string {
   if (isIPv4(address)) return address;

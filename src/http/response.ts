@@ -1,24 +1,13 @@
 /**
- * A web-standard `Response` whose body is already bytes in memory, built
- * without a web stream. Handlers and the pipeline see a `Response` (its
- * prototype is `Response.prototype`, so `instanceof Response` holds); its
- * `status` is a plain field; any other part (`body`, `json()`, `clone()`…)
- * builds the real undici `Response` on first use. The node bridge writes
- * `contentOf(response)` to the socket as it is, and the response policy
- * (`finish()`) hashes it without reading it back: the representation is
- * serialized once and never copied (the approach of `@hono/node-server`'s
- * lightweight response).
- *
- * Its header fields live in a plain map until something reaches for
- * `headers`: the pipeline reads and sets them through `fieldsOf()`, which
- * skips the `Headers` class's per-call validation (every value it sets is
- * its own, or checked where it comes from the client); node's `writeHead`
- * still checks every name and value before anything is sent.
+ * A `Response` whose body is bytes in memory, built without a web stream (the approach of `@hono/node-server`'s
+ * lightweight response): `instanceof Response` holds, `status` is a field, any other part builds the real undici
+ * `Response`. The bridge writes `contentOf()` to the socket and `finish()` hashes it: serialized once, never copied.
+ * Its fields stay in a plain map until `headers` is reached for: `fieldsOf()` skips the `Headers` class's checks
+ * (every value set is the service's own, or checked where it came in); node's `writeHead` still checks them all.
  */
 
 import { delegateToReal } from './lazy.ts';
 
-/** What `new Headers()` takes. */
 type HeadersInit = ConstructorParameters<typeof Headers>[0];
 
 /** The part of `Headers` the pipeline uses; a `Headers` is one. */
@@ -125,7 +114,6 @@ export class BufferedResponse {
   }
 }
 
-// Every other member of Response reads the real one.
 delegateToReal(BufferedResponse, Response, ['status']);
 
 /** A response of `content` (bytes in memory) that is a `Response` to everyone and costs no stream. */
@@ -136,10 +124,7 @@ export function bufferedResponse(
   return new BufferedResponse(content, init as { status?: number; headers?: HeadersInit }) as unknown as Response;
 }
 
-/**
- * The bytes of a response built by `bufferedResponse()` (`null`: no content),
- * or `undefined` when its body is a stream that must be read.
- */
+/** The bytes of a `bufferedResponse()` (`null`: no content), or `undefined` for a streamed body. */
 export function contentOf(response: Response): Uint8Array | null | undefined {
   return (response as unknown) instanceof BufferedResponse
     ? (response as unknown as BufferedResponse).content

@@ -1,22 +1,9 @@
 /**
- * A hand-written router: routes are data, compiled once into a segment tree,
- * so matching costs one map lookup per path segment whatever the number of
- * routes. The optional `/v1` or `/v2` prefix (contract §8) is recognised here,
- * once, and handed to the caller as the API version.
- *
- * Patterns are literal segments and parameters: `/orders/{id:int}` matches
- * `/orders/42` with `params.id === 42`. An `int` parameter is a positive
- * integer within 2^53−1 with no sign or leading zero; anything else matches
- * nothing (contract §4: 404). `{name}` takes any non-empty segment as a string.
- *
- * `match()` takes the path exactly as the client sent it, not as URL parsing
- * would normalise it: a dot-segment (`.`, `..`, also percent-encoded as
- * `%2e`) or a backslash anywhere makes the path name nothing, so
- * `/v1/orders/../users/1` and `/v1\orders` are 404 rather than another route.
- *
- * The pattern `/` names the root itself (the service's index): it takes no
- * version prefix, and only the exact path `/` reaches it; a bare prefix
- * (`/v1`, `/v1/`) still names nothing.
+ * A hand-written router: routes compiled once into a segment tree, one map lookup per path segment. The optional
+ * `/v1` or `/v2` prefix (contract §8) is recognised here and handed back as the API version. `{id:int}` takes a
+ * positive integer within 2^53−1 (anything else is 404, contract §4), `{name}` any non-empty segment. `match()`
+ * takes the path as sent, not as URL parsing would normalise it: a dot-segment (`%2e` too) or a backslash makes it
+ * name nothing, so `/v1/orders/../users/1` is 404, not another route. `/` names the root only, unprefixed.
  */
 
 import type { Version } from './negotiation.ts';
@@ -84,8 +71,7 @@ interface Node<H> {
 }
 
 const PARAM = /^\{([a-zA-Z][a-zA-Z0-9]*)(?::(int))?\}$/;
-// Dot-segments (RFC 3986 §3.3), which URL resolution would remove (§5.2.4),
-// with the dot in any encoding.
+// Dot-segments (RFC 3986 §3.3), which URL resolution would remove (§5.2.4), with the dot in any encoding.
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 const VERSION_PREFIXES: ReadonlyMap<string, PathVersion> = new Map([
   ['v1', 1],

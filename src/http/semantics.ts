@@ -1,11 +1,7 @@
 /**
- * The HTTP rules applied to every successful response in one place (contract §8,
- * §9): the negotiated `Content-Type`, a strong `ETag` (the handler's own, or
- * one from the exact bytes), `Cache-Control` by route, `If-None-Match`
- * answered with 304, also before the representation is built when the route
- * knows its tag without it; and the deprecation fields of version 1. Routes
- * cannot opt out: the pipeline calls this for all of them, once per answer
- * (src/pipeline/stages/conditional.ts). No state of its own: pure functions.
+ * The HTTP rules applied to every successful response, in one place (contract §8, §9): `Content-Type`, a strong
+ * `ETag`, `Cache-Control` by route, 304 for `If-None-Match` (early when the route knows its tag), and version 1's
+ * deprecation fields. Routes cannot opt out: the pipeline calls this once per answer. Pure.
  */
 import { type Conditions, etagOf, noneMatchHits } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
@@ -23,30 +19,19 @@ export interface FinishOptions {
 }
 
 /**
- * RFC 9110 §15.4.5: a 304 carries the fields a 200 would have sent among
- * Cache-Control, Content-Location, Date, ETag, Expires and Vary: the
- * handler's own Vary is kept (the pipeline sets it afterwards on routes that
- * vary by Accept or Authorization, as on every response), and so is the
- * request id.
+ * RFC 9110 §15.4.5: a 304 carries those of these fields a 200 would have sent; the handler's own Vary too (the
+ * pipeline sets Vary afterwards on the routes that vary, as on every response).
  */
 const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
 
-/**
- * `response` as the client receives it, for a request of `method` with `conditions` (its `If-None-Match`,
- * parsed once by the pipeline).
- *
- * @example
- * await finish('GET', { ifNoneMatch: [{ weak: false, opaque: '"x"' }], ifMatch: null }, json200, options)
- * // a 304 when the 200's tag is "x"
- */
+/** `response` as the client receives it, for a request of `method` with `conditions` (parsed once by the pipeline). */
 export async function finish(
   method: string,
   conditions: Conditions,
   response: Response,
   options: FinishOptions,
 ): Promise<Response> {
-  // A buffered response (every JSON one) is finished in place: its bytes are
-  // hashed as they are, never read back from a stream or copied.
+  // A buffered response (every JSON one) is finished in place: its bytes are hashed as they are, never copied.
   const buffered = contentOf(response);
   const headers: Fields = buffered === undefined ? new Headers(response.headers) : fieldsOf(response);
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE)
@@ -73,12 +58,8 @@ export async function finish(
 }
 
 /**
- * `If-None-Match` on a GET or HEAD answered before the handler runs, from
- * `currentTag`: the tag the handler's 200 would carry, found without building
- * the representation (an order's revision). The 304 is the one `finish()`
- * would send. `undefined` when the request has no `If-None-Match` or it does
- * not match: the handler builds the 200 as usual. Errors of `currentTag`
- * (404) are the request's.
+ * `If-None-Match` on a GET or HEAD answered before the handler runs, from `currentTag`, found without building the
+ * representation: the 304 `finish()` would send, or `undefined` for the handler to build the 200.
  */
 export async function notModifiedEarly(
   method: string,
@@ -98,7 +79,7 @@ function withHeaders(response: Response, headers: Headers): Response {
   return new Response(response.body, { status: response.status, headers });
 }
 
-/** A 304 with the fields of `headers` (those of the 200) that RFC 9110 §15.4.5 keeps. */
+/** A 304 with those fields of `headers` (the 200's) that `KEPT_ON_304` names. */
 function notModified(headers: Fields): Response {
   const kept: Record<string, string> = {};
   for (const name of KEPT_ON_304) {

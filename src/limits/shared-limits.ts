@@ -1,20 +1,11 @@
 /**
- * Rate limits shared by every process through Redis (`REDIS_URL`, contract
- * §10, §17): one window per user or client address across every process and
- * machine, counted by src/limits/window-script.ts in one round trip.
+ * Rate limits shared by every process through Redis (`REDIS_URL`, contract §10, §17): one window per user or client
+ * address across every process and machine.
  *
- * Redis is never allowed to fail a request or make it wait long. A request
- * waits for Redis at most `REDIS_TIMEOUT_MS`; an error or a time-out (a
- * Redis that stopped answering) puts the process on its own windows at once,
- * for that request and every following one, with one `warn` line per outage,
- * and drops the connection, with whatever was queued on it. While Redis is out
- * of use no request waits for it: a new connection is tried every
- * `REDIS_PROBE_INTERVAL_MS` in the background, and the first that counts a
- * probe window puts Redis back in use (one `info` line). Redis unreachable at
- * start is the same outage, from the start: start-up never fails for it.
- *
- * The client, `ioredis`, is imported here and only here, when the first
- * limiter is opened: a process without `REDIS_URL` never loads it.
+ * Redis never fails a request or makes it wait long: an error or a time-out puts the process on its own windows at
+ * once, for that request and every following one, and drops the connection with whatever was queued on it. While
+ * Redis is out of use no request waits for it: a new connection is probed in the background. Redis unreachable at
+ * start is the same outage: start-up never fails for it. `ioredis` is loaded only when a limiter is opened.
  */
 import { errorFields, type Logger } from '../base/logger.ts';
 import { withDeadline } from '../db/errors.ts';
@@ -23,63 +14,49 @@ import { countInWindow, type CommandSender } from './window-script.ts';
 
 /** How long a request waits for Redis at most; then it is counted in this process (docs/operations.md). */
 export const REDIS_TIMEOUT_MS = 100;
-/** How long opening a connection may take (TCP, TLS, AUTH, SELECT): at start and per probe, never in a request. */
+/** How long opening a connection may take (TCP, TLS, AUTH, SELECT): never in a request. */
 export const REDIS_CONNECT_TIMEOUT_MS = 1_000;
-/** How long after a failed start or probe (or the loss of the connection) the next probe starts. */
+/** How long after a failure the next probe starts. */
 export const REDIS_PROBE_INTERVAL_MS = 1_000;
-/**
- * Every key starts with this: `orders:ratelimit:users:<user id>`, `orders:ratelimit:addresses:<address group>`,
- * `orders:ratelimit:failures:<address group>`.
- */
+/** Every key starts with this, then the table and the key: `orders:ratelimit:users:<user id>`. */
 export const REDIS_KEY_PREFIX = 'orders:ratelimit:';
 
-/** The `warn` line of an outage, logged once as it begins (at start too), with the error. */
+/** The `warn` line of an outage, logged once as it begins. */
 export const REDIS_UNREACHABLE = 'rate limits: Redis unreachable, counting in this process';
 /** The `info` line of a start that found Redis. */
 export const REDIS_IN_USE = 'rate limits: counting in Redis';
-/** The `info` line of an outage's end, with its length (`outageMs`) and the requests counted meanwhile. */
+/** The `info` line of an outage's end. */
 export const REDIS_BACK = 'rate limits: Redis reachable again, counting in Redis';
 
-/**
- * The tables of contract §10: users by id, requests without a valid token by `addressGroup()`, and failed
- * authentications (a token or `METRICS_TOKEN` presented and refused) by `addressGroup()`.
- */
+/** Contract §10's tables: users by id; requests without a valid token, and failed authentications, by address. */
 export type LimitTable = 'users' | 'addresses' | 'failures';
 
 /** What GET /metrics reports of the shared limits. */
 export interface SharedLimitsStatus {
-  /** Whether requests are counted in Redis now; `false` while this process counts on its own. */
   readonly redisInUse: boolean;
   /** Requests this process counted in its own windows for want of Redis, since it started. */
   readonly fallbackRequests: number;
 }
 
 export interface SharedLimits {
-  /**
-   * Counts one request of `key` in `table`'s shared window, or, while Redis is
-   * out of use, in `fallback` (this process's table of the same limit). Never
-   * rejects; a promise only while Redis is in use.
-   */
+  /** Counts one request of `key` in `table`'s window, or in `fallback` while Redis is out of use; never rejects. */
   consume(table: LimitTable, key: string, fallback: RateLimiter): RateDecision | Promise<RateDecision>;
-  /** For GET /metrics: whether Redis is in use now, and the requests counted without it so far. */
   status(): SharedLimitsStatus;
   /** Drops the connection and stops probing; the limiter counts in `fallback` from then on. */
   close(): void;
 }
 
 export interface SharedLimitsOptions {
-  /** `REDIS_URL`: `redis[s]://[user:password@]host[:port][/db]`. */
   readonly url: string;
   readonly limit: RateLimit;
   readonly log: Logger;
-  /** Instead of `REDIS_KEY_PREFIX` (tests, so that runs sharing a Redis database never meet). */
+  /** Instead of `REDIS_KEY_PREFIX` (tests). */
   readonly keyPrefix?: string;
 }
 
-/** The probe's own window: proves that Redis runs the script and writes, as requests need. */
+/** A probe counts in a window of its own: proof that Redis runs the script and writes. */
 const PROBE_WINDOW_MS = 1_000;
 
-/** What this module uses of an `ioredis` client. */
 interface Connection extends CommandSender {
   connect(): Promise<unknown>;
   destroy(): void;
@@ -90,19 +67,13 @@ export class RedisTimeoutError extends Error {
   override name = 'RedisTimeoutError';
 }
 
-/**
- * Opens the shared limiter: resolves once the first connection counts in Redis,
- * or, when it cannot within `REDIS_CONNECT_TIMEOUT_MS` + `REDIS_TIMEOUT_MS`, on
- * this process's windows (logged), probing Redis in the background.
- */
+/** Opens the shared limiter: in Redis, or, when the first connection fails, on this process's windows. */
 export async function openSharedLimits(options: SharedLimitsOptions): Promise<SharedLimits> {
   const { Redis } = await import('ioredis');
   const { url, log, limit } = options;
   const windowMs = limit.windowSeconds * 1000;
   const prefix = options.keyPrefix ?? REDIS_KEY_PREFIX;
-  /** The connection requests are counted on; `undefined` during an outage. */
   let current: Connection | undefined;
-  /** The connection a start or a probe is opening. */
   let opening: Connection | undefined;
   let probeTimer: NodeJS.Timeout | undefined;
   let closed = false;
@@ -111,12 +82,11 @@ export async function openSharedLimits(options: SharedLimitsOptions): Promise<Sh
 
   const connection = (): Connection => {
     const client = new Redis(url, {
-      // Connected by open(), which bounds the wait; never again by the client itself: a lost
-      // connection is dropped, and a probe opens a new one.
+      // Connected by open(), which bounds the wait; never reconnected: a probe opens a new connection.
       lazyConnect: true,
       retryStrategy: () => null,
       connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
-      // A command sent while the connection is down fails at once instead of waiting for a reconnection.
+      // A command sent while the connection is down fails at once.
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
     });
@@ -140,7 +110,6 @@ export async function openSharedLimits(options: SharedLimitsOptions): Promise<Sh
     return wrapped;
   };
 
-  /** A new connection that has counted a probe window, or the reason it could not. */
   const open = async (): Promise<Connection> => {
     const client = connection();
     opening = client;
@@ -162,7 +131,6 @@ export async function openSharedLimits(options: SharedLimitsOptions): Promise<Sh
     scheduleProbe();
   };
 
-  /** Leaves `client` for this process's windows, if requests are still counted on it. */
   function lost(client: Connection, error: unknown): void {
     if (client !== current) return;
     current = undefined;
@@ -233,9 +201,8 @@ export async function openSharedLimits(options: SharedLimitsOptions): Promise<Sh
 }
 
 /**
- * `promise`, or a `RedisTimeoutError` once `ms` have passed without its answer: a blackholed connection
- * takes every write and answers none. (The client's own `commandTimeout` would reject the command alike,
- * but leave the connection in use; here the outage starts at once.)
+ * `promise`, or a `RedisTimeoutError` after `ms`: a blackholed connection takes every write and answers none. Not
+ * the client's `commandTimeout`, which would leave the connection in use; here the outage starts at once.
  */
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   return withDeadline(promise, ms, () => new RedisTimeoutError(`Redis gave no answer within ${ms} ms`));

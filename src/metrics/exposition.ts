@@ -9,13 +9,7 @@ export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
-/**
- * A family's block: its help, type and sample lines.
- *
- * ```ts
- * family('up', 'gauge', 'Up.', [sample('up', '', 1)]); // '# HELP up Up.\n# TYPE up gauge\nup 1\n'
- * ```
- */
+/** A family's block: its help, type and sample lines. */
 export function family(name: string, type: MetricType, help: string, samples: readonly string[]): string {
   // The format: in HELP, backslash and line feed are escaped.
   const text = help.replaceAll('\\', '\\\\').replaceAll('\n', '\\n');
@@ -27,10 +21,7 @@ export function sample(name: string, labelText: string, value: number): string {
   return `${name}${labelText} ${formatValue(value)}\n`;
 }
 
-/**
- * `{a="x",b="y"}`, each value escaped as the format wants (backslash, double
- * quote, line feed); the empty string for no labels.
- */
+/** `{a="x",b="y"}`, each value escaped as the format wants; the empty string for no labels. */
 export function labels(pairs: Readonly<Record<string, string>>): string {
   const parts = Object.entries(pairs).map(
     ([name, value]) => `${name}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`,

@@ -1,14 +1,8 @@
 /**
- * What the request pipeline counts for `GET /metrics` (contract §16): requests
- * by route pattern, method and status, their latency by route and method,
- * and rate-limit refusals. Recording is on every request's path, so it is
- * a few Map lookups and additions, no string building and no regular
- * expression: a route's label is made once, when its first request is
- * counted. Labels come only from the route table and fixed lists, never
- * from the request (no id, token or raw path): a path no route matches is
- * counted as `unmatched`, a method outside the list as `other`. A scrape
- * takes a `snapshot()`, plain data (src/metrics/snapshot.ts), which is also
- * what a cluster worker sends its primary for the instance's sum (contract §13).
+ * What the request pipeline counts for `GET /metrics` (contract §16): requests by route pattern, method and
+ * status, their latency, and rate-limit refusals. Recording is on every request's path, so it is a few Map
+ * lookups, no string building: a route's label is made at its first request. Labels come only from the route
+ * table and fixed lists, never from the request (no id, token or raw path). A scrape takes a `snapshot()`.
  */
 import { labels } from './exposition.ts';
 import { type FamilyDoc, type Histogram, renderFamilies, type Snapshot } from './snapshot.ts';
@@ -35,7 +29,7 @@ const METHODS: ReadonlySet<string> = new Set([
 export type Limiter = 'user' | 'address';
 export type ConnectionCap = 'process' | 'address';
 
-/** contract §11's figures of the HTTP server, read at each scrape. */
+/** The HTTP server's connection and body figures, read at each scrape. */
 export interface ConnectionGauges {
   /** Connections open now. */
   readonly connections: () => number;
@@ -45,15 +39,13 @@ export interface ConnectionGauges {
 
 export interface HttpMetrics {
   /**
-   * Counts one request: `pattern` is its route's pattern in the route table
-   * (`/orders/{id:int}`), `undefined` when no route matched; `status` is
-   * `undefined` when the client left before any answer (counted as
-   * `aborted`, and not in the latency histogram).
+   * Counts one request: `pattern` is its route's (`/orders/{id:int}`), `undefined` when none matched; `status`
+   * `undefined` when the client left before any answer (counted as `aborted`, not in the latency histogram).
    */
   request(pattern: string | undefined, method: string, status: number | undefined, seconds: number): void;
   /** Counts one request refused with 429 by the users' or the addresses' table. */
   rateLimited(limiter: Limiter): void;
-  /** Counts one connection closed as it arrived, past the process's cap or its client address's (contract §11). */
+  /** Counts one connection closed as it arrived, past the process's cap or its client address's. */
   connectionRefused(cap: ConnectionCap): void;
   /** Where the gauges of connections and bodies are read at a scrape: the HTTP server's, once it is made. */
   watch(gauges: ConnectionGauges): void;
@@ -121,15 +113,7 @@ export function routeLabel(pattern: string): string {
   return pattern.replace(/\{([a-zA-Z][a-zA-Z0-9]*)(?::[a-z]+)?\}/g, '{$1}');
 }
 
-/**
- * A recorder of the pipeline's figures, one per app.
- *
- * ```ts
- * const metrics = createHttpMetrics();
- * metrics.request('/orders/{id:int}', 'GET', 200, 0.004);
- * metrics.render(); // … orders_http_requests_total{route="/orders/{id}",method="GET",status="200"} 1 …
- * ```
- */
+/** A recorder of the pipeline's figures, one per app. */
 export function createHttpMetrics(): HttpMetrics {
   const routes = new Map<string, RouteSeries>();
   const refused = { user: 0, address: 0 };

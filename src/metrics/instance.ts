@@ -1,13 +1,9 @@
 /**
- * One view of the figures per instance (contract §13). With `WORKERS=N` each
- * worker counts its own requests; the worker that takes a scrape asks the
- * primary over the cluster's IPC channel, sending its own figures along; the
- * primary asks every other live worker for theirs, sums them with the
- * figures of the workers that exited and its own, and answers. A worker that
- * does not answer within `SNAPSHOT_TIMEOUT_MS` is counted with the last
- * figures it sent, so a scrape never hangs and never goes back. Without
- * node:cluster (`WORKERS=1`, tests) a process's view is its own figures and
- * no message is sent.
+ * One view of the figures per instance (contract §13). With `WORKERS=N` the worker that takes a scrape asks the
+ * primary over the cluster's IPC channel, sending its own figures along; the primary asks every other live worker,
+ * sums their figures with those of the workers that exited and its own, and answers. A worker silent past
+ * `SNAPSHOT_TIMEOUT_MS` is counted with its last figures, so a scrape never hangs and never goes back. Outside a
+ * cluster a process's view is its own figures.
  *
  * The messages, plain objects whose `metrics` field names them (a worker's
  * other message, `{ listening }`, has none), `id` pairing a question with its answer:
@@ -79,10 +75,7 @@ export function answerPrimary(figures: () => Snapshot): void {
   listen();
 }
 
-/**
- * The instance's figures. In a cluster worker, the primary's sum, asked
- * with `local`, this process's own; elsewhere `local` and its start time.
- */
+/** The instance's figures: in a cluster worker, the primary's sum (sent `local`); elsewhere `local`, with its start. */
 export function instanceView(local: Snapshot): Promise<InstanceView> {
   if (!cluster.isWorker) return Promise.resolve({ figures: mergeSnapshots([local, startTimeSnapshot()]) });
   listen();

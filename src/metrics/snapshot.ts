@@ -38,15 +38,7 @@ export interface FamilyDoc {
   readonly buckets?: readonly number[];
 }
 
-/**
- * The figures of all `snapshots` as one: every counter, histogram and gauge
- * summed series by series, in the order they first appear.
- *
- * ```ts
- * const a = { counters: { x_total: { '': 2 } }, histograms: {}, gauges: {} };
- * mergeSnapshots([a, a]).counters; // { x_total: { '': 4 } }
- * ```
- */
+/** The figures of all `snapshots` as one: every series summed, in the order they first appear. */
 export function mergeSnapshots(snapshots: readonly Snapshot[]): Snapshot {
   const add = (a: number, b: number) => a + b;
   return {
@@ -87,10 +79,7 @@ export function atLeast(previous: Snapshot, next: Snapshot): Snapshot {
   };
 }
 
-/**
- * The families of `docs`, in their order, with `snapshot`'s series (a
- * family it lacks still gets its help and type): the text exposition format.
- */
+/** The families of `docs` in the text exposition format, with `snapshot`'s series (or only their help and type). */
 export function renderFamilies(snapshot: Snapshot, docs: readonly FamilyDoc[]): string {
   return docs
     .map((doc) => {

@@ -1,10 +1,6 @@
 /**
- * The building blocks of the response and request schemas (contract §2, §5):
- * `named()` and `page()`, which make a schema a member of the document's
- * `components.schemas`, and the atoms every resource shares (ids, times,
- * money, the collection envelope, the problem details). Each resource's
- * own schemas live beside its representation, in its feature folder; the
- * document (`document.ts`) collects them from the routes that use them.
+ * The building blocks of the schemas (contract §2, §5): `named()` and `page()`, which put a schema in
+ * `components.schemas`, and the atoms every resource shares. A resource's own schemas live in its feature folder.
  */
 import * as v from 'valibot';
 import type { Version } from '../http/negotiation.ts';
@@ -12,11 +8,7 @@ import { MAX_PAGE_SIZE } from '../http/list-query.ts';
 import { MAX_PROBLEM_ERRORS } from '../http/problem.ts';
 import type { NamedSchema } from './types.ts';
 
-/**
- * `schema` under `name` in `components.schemas`. `refs` are the named
- * schemas inside it, which the document shows as `$ref`s to their own
- * entries rather than inline.
- */
+/** `schema` under `name` in `components.schemas`; `refs`, the named schemas inside it, are shown as `$ref`s. */
 export function named(name: string, schema: v.GenericSchema, refs: readonly NamedSchema[] = []): NamedSchema {
   return { name, schema, refs };
 }
@@ -32,11 +24,7 @@ export const Id = idOf();
 /** An id as a JSON Schema, for query parameters and path segments: the rule of `Id`. */
 export const ID_SCHEMA = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
 
-/**
- * Keywords for the document only: a valibot action that validates nothing,
- * whose members `toJsonSchemaDefs()` copies into the schema (a `format`, the
- * `maxLength` a pattern already implies). The rule itself stays the schema's.
- */
+/** Keywords for the document only (a `format`, the `maxLength` a pattern implies): an action that validates nothing. */
 export function documented<T>(keywords: Readonly<Record<string, unknown>>) {
   return v.metadata<T, Readonly<Record<string, unknown>>>(keywords);
 }
@@ -57,13 +45,13 @@ export const Timestamp = v.pipe(
 );
 export const Currency = v.pipe(v.string(), v.regex(/^[A-Z]{3}$/), v.description('ISO 4217 code'));
 
-/** Version 1 money: a JSON number (contract §2), with the currency in a member of its own. */
+/** Version 1 money: a JSON number, with the currency in a member of its own. */
 export const MoneyNumber = v.pipe(
   v.number(),
   v.minValue(0),
   v.description('a decimal with at most 2 decimal places; parse it as a decimal, not a float'),
 );
-/** Version 2 money: the decimal string and its currency (contract §2). */
+/** Version 2 money: the decimal string and its currency. */
 export const Money = v.strictObject({
   amount: v.pipe(v.string(), v.regex(/^[0-9]+\.[0-9]{2}$/), v.description('a decimal string with 2 decimal places')),
   currency: Currency,
@@ -74,12 +62,7 @@ export interface MoneyJson {
   readonly currency: string;
 }
 
-/**
- * An amount as `version` represents it (contract §2): version 1 a JSON
- * number (the decimal's shortest form: "59.90" is 59.9), version 2 the
- * decimal string with its currency. A version 1 representation carries
- * the currency in a member of its own where it has one.
- */
+/** An amount as `version` represents it: version 1 a JSON number ("59.90" is 59.9), version 2 `Money`. */
 export function money<V extends Version>(
   amount: string,
   currency: string,
@@ -89,7 +72,7 @@ export function money(amount: string, currency: string, version: Version): numbe
   return version === 1 ? Number(amount) : { amount, currency };
 }
 
-/** The `meta` of a collection page (contract §2, §4): `page` on every page, `next` unless on the last. */
+/** The `meta` of a collection page (contract §4): `page` on every page, `next` unless on the last. */
 export const Meta = v.strictObject({
   total: v.pipe(v.number(), v.integer(), v.minValue(0)),
   page: v.pipe(
@@ -116,7 +99,7 @@ export function page(name: string, item: NamedSchema): NamedSchema {
   return named(name, v.strictObject({ data: v.array(item.schema), meta: Meta }), [item]);
 }
 
-/** The problem details of every refusal (contract §5; RFC 9457). */
+/** The problem details of every refusal (RFC 9457). */
 export const Problem = named(
   'Problem',
   v.strictObject({

@@ -1,12 +1,7 @@
 /**
- * The document's shared objects (issue 24): a response, parameter or header
- * field used by several operations is written once in `components`, under a
- * name made of what sets it apart (a problem response's status, problem
- * types and fields; a 304's version), and each use is a `$ref` to it. The
- * operations are built as before, each response whole; only where it is
- * written changes, so the document says exactly as much as it did inline.
- * One name is one content: the same name built twice with different
- * content is a mistake in the names, refused at start-up.
+ * The document's shared objects: a response, parameter or header field used by several operations is written once
+ * in `components`, under a name made of what sets it apart, and each use is a `$ref` to it. One name is one
+ * content: the same name built with different content is refused at start-up.
  */
 import { OpenApiError } from './errors.ts';
 
@@ -24,6 +19,7 @@ export interface Components {
 /** OpenAPI 3.1 §4.8.7: the names `components` allows. */
 const NAME = /^[a-zA-Z0-9.\-_]+$/;
 
+/** An empty set of components for one document. */
 export function createComponents(): Components {
   const entries: Record<ComponentKind, Map<string, { readonly json: string; readonly value: Json }>> = {
     responses: new Map(),

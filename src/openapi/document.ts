@@ -1,22 +1,12 @@
 /**
- * The OpenAPI 3.1 document, generated at start-up from the route table and
- * the valibot schemas its routes name (`named()` of `atoms.ts`, beside each
- * representation and request body) that validate requests and describe
- * responses: never a second, hand-kept copy. Every route appears, under
- * `/v1` and `/v2` when it is versioned, with its parameters, bodies,
- * responses, problem types, headers and security, and every path with its
- * OPTIONS. Each response lists every field the service may send on it,
- * those on every such answer `required` (test/openapi/headers.test.ts
- * compares them with the wire); what many operations share is written once
- * in `components` (components.ts); and the document lints clean under
- * Redocly's recommended rules (test/openapi/lint.test.ts).
+ * The OpenAPI 3.1 document, generated at start-up from the route table and the valibot schemas that validate
+ * requests and describe responses: never a second, hand-kept copy. Every route appears, under `/v1` and `/v2` when
+ * versioned, and every path with its OPTIONS. Each response lists every field the service may send on it
+ * (test/openapi/headers.test.ts compares them with the wire), and the document lints clean under Redocly's
+ * recommended rules (test/openapi/lint.test.ts).
  *
- * A route provides only its own facts in `doc`: a summary and a
- * description (required: `buildOpenApi()` throws without one), its success
- * status, schema, other media types and own fields, body, list rules, path
- * and query parameters, `ifMatch` and its own problems. Everything that follows from its kind (auth, version,
- * method, body) and from the pipeline is added by `operation()`
- * (operations.ts), for every route alike.
+ * A route provides only its own facts in `doc` (types.ts); what follows from its kind and from the pipeline is
+ * added by `operation()` (operations.ts), for every route alike.
  */
 import { toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
@@ -31,11 +21,7 @@ import { openApiPath } from './parameters.ts';
 
 type Json = Record<string, unknown>;
 
-/**
- * `components.schemas`: the named schemas of the routes' successes and
- * bodies, the named schemas inside them, and the problem details. One name
- * is one schema: two different schemas under one name are a mistake.
- */
+/** `components.schemas`: the routes' named schemas, those inside them, and the problem details; one schema a name. */
 function namedSchemas(routes: readonly DocumentedRoute[]): Record<string, v.GenericSchema> {
   const schemas = new Map<string, v.GenericSchema>();
   const add = (named: NamedSchema): void => {
@@ -62,9 +48,8 @@ function namedSchemas(routes: readonly DocumentedRoute[]): Record<string, v.Gene
 }
 
 /**
- * The API's licence: none is granted (package.json: UNLICENSED). An SPDX
- * `LicenseRef-` names it, as OpenAPI 3.1's `identifier` asks for an SPDX
- * expression and SPDX has no identifier for "no licence".
+ * The API's licence: none is granted (package.json: UNLICENSED). A `LicenseRef-` names it: OpenAPI 3.1's
+ * `identifier` is an SPDX expression, and SPDX has no identifier for "no licence".
  */
 export const LICENSE = {
   name: 'Proprietary: no licence is granted (UNLICENSED)',
@@ -121,7 +106,6 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
         'Answers of 1 KiB or more in a text or JSON type are compressed (gzip or br) when Accept-Encoding allows; ' +
           'each coding has its own ETag.',
       ].join(' '),
-      // package.json says UNLICENSED: no licence is granted, and the document says so rather than naming one.
       license: LICENSE,
     },
     servers: [{ url: '/' }],
@@ -149,11 +133,9 @@ export function buildOpenApi(routes: readonly DocumentedRoute[]): Json {
 }
 
 /**
- * The schemas as client generators read them (orval, openapi-zod-client): a `const` with its `type` (without one
- * they make an untyped value) and its one-value `enum` (openapi-zod-client reads no `const`, so an event's
- * discriminating `type` was any string and its union failed to load), a `pattern` without the `\/` that
- * `RegExp.prototype.source` writes for a slash (the same pattern; openapi-zod-client copied it into a regular
- * expression literal and broke it).
+ * The schemas as client generators (orval, openapi-zod-client) read them: a `const` with its `type` (else an
+ * untyped value) and a one-value `enum` (openapi-zod-client reads no `const`: a union's discriminator would be any
+ * string); a `pattern` without the `\/` of `RegExp.prototype.source`, which breaks a generated regex literal.
  */
 function forGenerators<T>(value: T): T {
   if (Array.isArray(value)) return value.map(forGenerators) as T;

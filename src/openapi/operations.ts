@@ -1,9 +1,6 @@
 /**
- * One operation of the document: what its route says of itself in `doc`,
- * and everything that follows from its kind (auth, version, method, body)
- * and from the pipeline: its responses, their fields and problem types, its
- * parameters and security. OPTIONS, which the pipeline answers on every
- * path, has its own.
+ * One operation of the document: what its route says of itself in `doc`, and all that follows from its kind
+ * (auth, version, method, body) and from the pipeline. OPTIONS, answered by the pipeline on every path, has its own.
  */
 import { JSON_TYPE, VENDOR_TYPES, type Version } from '../http/negotiation.ts';
 import { isStored } from '../http/idempotency-key.ts';
@@ -148,9 +145,8 @@ export function operation(
 }
 
 /**
- * OPTIONS on the path of `route` (RFC 9110 §9.3.7): answered by the pipeline
- * for every path, without a token and before negotiation, so it can only be
- * refused while its body is read, for the rate limit, or by a bug.
+ * OPTIONS on the path of `route` (RFC 9110 §9.3.7): answered without a token and before negotiation, so it can
+ * only be refused while its body is read, for the rate limit, or by a bug.
  */
 export function optionsOperation(
   route: DocumentedRoute,

@@ -1,9 +1,7 @@
 /**
- * The parameters of an operation: its path's, its collection's query, and
- * the request fields it reads. Those every route of a kind shares are
- * written once, in `components.parameters`. Every string has a `maxLength`
- * (the service's own limit, or, where it has none, the request's, below) or
- * an `enum`, which bounds it.
+ * The parameters of an operation: its path's, its query's, and the request fields it reads; those a kind of route
+ * shares are in `components.parameters`. Every string is bounded by an `enum` or a `maxLength`: the service's own
+ * limit, or where it has none the request's (below).
  */
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_DEPTH, MAX_PAGE_SIZE, maxPage } from '../http/list-query.ts';
 import { MAX_CURSOR_LENGTH } from '../http/cursor.ts';
@@ -15,9 +13,8 @@ import type { DocumentedRoute, JsonSchema, ParameterDoc } from './types.ts';
 type Json = Record<string, unknown>;
 
 /**
- * contract §11: node's parser refuses (431) a request whose header section,
- * request line included, is over 16 KiB: the bound of a field or a URL part
- * that has no limit of its own.
+ * contract §11: node refuses (431) a header section over 16 KiB, request line included: the bound of a field or a
+ * URL part that has no limit of its own.
  */
 export const MAX_HEADER_SECTION = 16 * 1024;
 /** contract §13: a request id is kept when it is 1–128 visible ASCII characters, and replaced otherwise. */

@@ -1,13 +1,8 @@
 /**
- * The fields of the document's responses: which go on which kind of answer,
- * and which of them every such answer carries (`required: true` in the
- * document), each a reference to its entry in `components.headers`
- * (`headers.ts` says what it means). A field is written there twice when
- * the document needs both: `X` as it may be sent, and `X.required` as it is
- * always sent. A response refers to its fields through `fields()`.
- *
- * "Always" is said of the default configuration, which the document
- * describes: RATE_LIMIT on, CORS_ORIGINS and METRICS_TOKEN unset.
+ * The fields of the document's responses: which go on which kind of answer, and which every such answer carries
+ * (`required`), each a `$ref` to `components.headers` (`X`, or `X.required`; headers.ts says what it means).
+ * "Always" is said of the default configuration, which the document describes: RATE_LIMIT on, CORS_ORIGINS and
+ * METRICS_TOKEN unset. A new route gets the pipeline's fields from its kind; it documents none of them itself.
  */
 import type { Version } from '../http/negotiation.ts';
 import type { ProblemSlug } from '../http/problem.ts';
@@ -28,24 +23,15 @@ export const always = (...names: string[]): Field[] => names.map((name) => ({ na
 /** Fields on some such answers. */
 export const sometimes = (...names: string[]): Field[] => names.map((name) => ({ name, required: false }));
 
-/*
- * What the pipeline (src/pipeline/pipeline.ts) adds to every answer, errors
- * included, and what each kind of answer adds. A new route gets them all
- * from its kind; it documents nothing of this itself.
- */
-/** Every counted request's answer (RATE_LIMIT on, the default), whatever its status. */
+/** Every counted request's answer, whatever its status. */
 const RATE_LIMIT_FIELDS = ['RateLimit', 'RateLimit-Policy'];
 /** contract §8: every version 1 answer, once the path (its prefix) has been read. */
 const VERSION_1_FIELDS = ['Deprecation', 'Sunset', 'Link'];
-/**
- * Refused before a route is found (src/pipeline/stages/limits.ts): counted
- * against the client's address whatever the path, a health check's too.
- */
+/** Refused before a route is found: counted against the client's address whatever the path, a health check's too. */
 export const BEFORE_ROUTE: ReadonlySet<ProblemSlug> = new Set(['method-not-allowed']);
 /**
- * contract §16, with CORS_ORIGINS set: every answer varies by Origin, and one to
- * a listed origin carries these; a preflight's answer (Fetch §3.2.2) carries
- * `PREFLIGHT_FIELDS` instead of the exposed list.
+ * contract §16, with CORS_ORIGINS set: on an answer to a listed origin (every answer varies by Origin); a
+ * preflight's answer (Fetch §3.2.2) carries `PREFLIGHT_FIELDS` instead.
  */
 const CORS_FIELDS = ['Access-Control-Allow-Origin', 'Access-Control-Expose-Headers'];
 export const PREFLIGHT_FIELDS: readonly Field[] = sometimes(
@@ -68,10 +54,7 @@ export const PROBLEM_FIELDS: Partial<Record<ProblemSlug, readonly Field[]>> = {
   'unsupported-media-type': sometimes('Accept-Encoding'),
 };
 
-/**
- * What the pipeline adds to an answer in `version`, errors included:
- * `limited` false for those never counted (health checks).
- */
+/** What the pipeline adds to an answer in `version`, errors included; `limited` false for health checks. */
 export function pipelineFields(version: Version | undefined, limited = true): Field[] {
   return [
     ...always('X-Request-Id'),
@@ -81,11 +64,7 @@ export function pipelineFields(version: Version | undefined, limited = true): Fi
   ];
 }
 
-/**
- * The `headers` of a response object: each named field once, in the order
- * first named, as a reference to its component; on every answer when any
- * mention of it says so.
- */
+/** The `headers` of a response: each field once, in order, `required` when any mention of it says so. */
 export function fields(list: Iterable<Field>, components: Components): Json {
   const required = new Map<string, boolean>();
   for (const field of list) required.set(field.name, (required.get(field.name) ?? false) || field.required);

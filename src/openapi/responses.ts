@@ -1,10 +1,6 @@
 /**
- * The responses many operations share, each written once in
- * `components.responses` under a name made of what sets it apart: a
- * problem response by its status, problem types and fields
- * (`Problem409IdempotencyKeyInUseOrderNotPayableV1Replayable`), a 304 by
- * its version (`NotModifiedV1`), the 204 of OPTIONS by its version and
- * whether the path takes PATCH (`OptionsV1Patch`).
+ * The responses many operations share, in `components.responses` under a name made of what sets them apart
+ * (`Problem409IdempotencyKeyInUseOrderNotPayableV1Replayable`, `NotModifiedV1`, `OptionsV1Patch`).
  */
 import type { Version } from '../http/negotiation.ts';
 import { PROBLEM_CONTENT_TYPE, PROBLEM_TITLES, type ProblemSlug } from '../http/problem.ts';
@@ -41,10 +37,7 @@ const pascal = (slug: string): string =>
     .map((word) => (word[0] as string).toUpperCase() + word.slice(1))
     .join('');
 
-/**
- * The fields of every answer of `lists` (one per problem type): each field
- * any of them carries, on every answer only when each list says so.
- */
+/** The fields of `lists` (one per problem type), each `required` only when every list says so. */
 function onEvery(lists: readonly Field[][]): Field[] {
   const names = [...new Set(lists.flat().map((field) => field.name))];
   return names.map((name) => ({
@@ -85,11 +78,7 @@ export function problemResponse(
   });
 }
 
-/**
- * A `$ref` to the 304 of a route in `version`: RFC 9110 §15.4.5, the 200's
- * ETag, Cache-Control and Vary (Accept-Encoding on every 304, the
- * compression stage's), and what the pipeline adds to every answer.
- */
+/** A `$ref` to the 304 of a route in `version`: the 200's ETag, Cache-Control and Vary (RFC 9110 §15.4.5). */
 export function notModifiedResponse(version: Version | undefined, limited: boolean, components: Components): Json {
   const list = [...always('ETag', 'Cache-Control'), ...pipelineFields(version, limited), ...always('Vary')];
   const name = `NotModified${version === 1 ? 'V1' : ''}${limited ? '' : 'Unlimited'}`;

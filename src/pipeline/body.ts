@@ -1,12 +1,10 @@
-/**
- * A handler's JSON request body (contract §4 "Request bodies", §8, §11), read
- * in one call from the pure steps of src/http/json-body.ts.
- */
+/** A handler's JSON request body (contract §4 "Request bodies"), read with the steps of src/http/json-body.ts. */
 import type { GenericSchema, InferOutput } from 'valibot';
 import { checkContentEncoding, checkJsonContentType, parseJson, validate, validationError } from '../http/json-body.ts';
 import type { ProblemError } from '../http/problem.ts';
 import type { RequestContext } from './context.ts';
 
+/** What a route adds to the checks of its JSON body. */
 export interface ReadJsonBodyOptions {
   /** PATCH: `application/merge-patch+json` is accepted too, and a 415 carries `Accept-Patch`. */
   readonly patch?: boolean;
@@ -14,13 +12,7 @@ export interface ReadJsonBodyOptions {
   readonly refuse?: (document: unknown) => readonly ProblemError[];
 }
 
-/**
- * The body of `ctx` validated against `schema`, checked in this order:
- * Content-Encoding, identity only, then Content-Type for `ctx.version` (both
- * 415 `unsupported-media-type`), JSON
- * (400 `malformed-json`), `options.refuse`, then `schema` (422 `validation`).
- * A version-specific body passes that version's schema.
- */
+/** `ctx`'s body, checked in order: Content-Encoding and Content-Type (415), JSON (400), `refuse`, `schema` (422). */
 export function readJsonBody<S extends GenericSchema>(
   ctx: RequestContext,
   schema: S,

@@ -1,10 +1,7 @@
 /**
- * Collections (contract §2, §4): every list route is the same four steps,
- * written once here: parse the query against the route's rules (400
- * `invalid-query` naming each bad parameter, a cursor included), build the
- * page's SQL from fixed fragments, read the page (src/db/page.ts: by number
- * within 10,000 rows, by keyset after a cursor), and answer with the envelope
- * `{data, meta}` and the RFC 8288 `Link` header, whose `next` is a cursor.
+ * Collections (contract §2, §4): every list route is the same four steps, written once here: parse the query
+ * (400 `invalid-query`), build the page's SQL from fixed fragments, read the page (src/db/page.ts), and answer
+ * with the envelope `{data, meta}` and the RFC 8288 `Link` header, whose `next` is a cursor.
  */
 import type { CursorKeys } from '../db/keys.ts';
 import { fetchPage, type ListOf, type PageSql } from '../db/page.ts';
@@ -18,14 +15,14 @@ import { sortOrder } from '../http/sort-order.ts';
 
 /** A page as `collectionResponse()` describes it. */
 export interface PageOf {
-  /** The number of the page, a cursor page's included (contract §4: the seed's envelope on every page). */
+  /** The number of the page, a cursor page's included (the seed's envelope on every page). */
   readonly page: number;
   readonly pageSize: number;
   /** The cursor of the next page; absent on the last. */
   readonly cursor?: string;
 }
 
-/** The 200 envelope of `data`, with `meta` and the `Link` header (contract §2, §4). */
+/** The 200 envelope of `data`, with `meta` and the `Link` header. */
 export function collectionResponse(
   url: URL,
   data: unknown[],
@@ -45,18 +42,14 @@ export function collectionResponse(
   return jsonResponse({ data, meta }, 200, { link: links.header, ...headers });
 }
 
-/**
- * The collection a cursor is bound to: the path without its version prefix
- * (a cursor of `/v1/orders` serves `/v2/orders`, whose queries are the same).
- */
+/** A cursor's collection: the path without its version prefix (a cursor of `/v1/orders` serves `/v2/orders`). */
 export function collectionOf(url: URL): string {
   return url.pathname.replace(/^\/v[12](?=\/)/, '');
 }
 
 /**
- * Parses the collection query of `url` against `spec` (its cursor checked against `cursors`' keys, for
- * `principal`), or throws 400 `invalid-query` naming every bad parameter. A cursor none of the keys opens is
- * tried once more after the keys are read again: another process may have rotated them (contract §4).
+ * The collection query of `url` (its cursor opened for `principal`), or 400 `invalid-query` naming every bad
+ * parameter. A cursor no key opens is tried again after a reload: another process may have rotated the keys.
  */
 export async function listQueryOf<K extends string, F extends Record<string, unknown>>(
   url: URL,
@@ -74,25 +67,17 @@ export async function listQueryOf<K extends string, F extends Record<string, unk
   throw invalidQuery(parsed.errors);
 }
 
-/** Who a cursor is given to (contract §4): the principal, or anyone on a public collection. */
+/** Who a cursor is given to: the principal, or anyone on a public collection. */
 export function cursorPrincipal(ctx: RequestContext): string {
   return ctx.principal === undefined ? 'anyone' : `user ${ctx.principal.userId}`;
 }
 
 /** What one list route declares; `collectionHandler()` does the rest. */
 export interface Collection<Row, K extends string, F extends Record<string, unknown>, A = undefined> {
-  /** Its page size, sort keys (with their types) and filters. */
   readonly list: ListSpec<K, F>;
-  /**
-   * Runs before the query is read, so that its refusals come first (403 for
-   * a customer, 404 for a missing parent); what it returns goes to `sql`.
-   */
+  /** Runs before the query is read, so its refusals (403, a missing parent) come first; its result goes to `sql`. */
   readonly before?: (ctx: RequestContext) => A | Promise<A>;
-  /**
-   * The statements, fragments and values of the page for this request: the
-   * query's filters and the principal's limits as fixed conditions, and the
-   * fixed column of each sort key. It may refuse (a customer without `orderId`).
-   */
+  /** The page's SQL: filters and the principal's limits as fixed conditions. It may refuse. */
   readonly sql: (
     ctx: RequestContext,
     query: ListQuery<K, F>,

@@ -1,19 +1,9 @@
-/**
- * Stages and how they run, on the model of Hono's `compose.ts`: a stage is
- * `(state, next) => Promise<Response>`; what it does before `await next()`
- * runs on the way in, what it does after runs on the way out, in reverse
- * order. The list is fixed when the app is made (src/pipeline/pipeline.ts),
- * so no route can skip a rule.
- */
+/** Stages and how they run (as Hono's `compose.ts`): what runs before `await next()` goes inward, after it outward. */
 
-/**
- * Runs the stages after this one on `state` and gives what they hand back
- * (`R`: a `Response`, or an `Answer` with the decisions outer stages
- * report). A stage hands on the state it was given: the chain is built
- * once, so that a request allocates no closure per stage.
- */
+/** Runs the stages inside; a stage hands on the state it was given (the chain is built once, not per request). */
 export type Next<S, R = Response> = (state: S) => Promise<R>;
 
+/** A stage: `R` is a `Response`, or an `Answer` with the decisions outer stages report. */
 export type Stage<S, R = Response> = (state: S, next: Next<S, R>) => Promise<R>;
 
 /** A stage that does nothing: where a rule is off (no CORS origins, no rate limit). compose() leaves it out. */
@@ -22,10 +12,7 @@ export function pass<S, R = Response>(): Stage<S, R> {
 }
 const PASS: Stage<unknown, unknown> = (state, next) => next(state);
 
-/**
- * What compose() needs of a request's state: where the request is among the
- * stages, which it writes as each stage starts and checks on each `next()`.
- */
+/** What compose() needs of a request's state: the stage it is in, written as each starts, checked on `next()`. */
 export interface Passage {
   stage: number;
 }
@@ -36,20 +23,9 @@ const SPAN = 64;
 let composed = 0;
 
 /**
- * One function running `stages` in order on a request's state. The last
- * stage answers without calling `next()`; one that calls it anyway is a
- * programmer's mistake, thrown as such. A stage calls `next()` at most once
- * (a request passes each stage once): a second call is refused the same
- * way, as Hono's compose refuses it, by what the state says rather than a
- * closure per request. The chain of `next` functions is made here, once, from
- * the innermost stage out; a `pass()` stage is left out.
- *
- * @example
- * const run = compose<{ seen: string[]; stage: number }>([
- *   async (state, next) => { state.seen.push('outer'); return next(state); },
- *   async () => new Response('ok'),
- * ]);
- * await run({ seen: [], stage: 0 }); // the 200 'ok', after 'outer'
+ * One function running `stages` in order, `pass()` stages left out. The last answers without `next()`, and a
+ * stage calls `next()` at most once: either mistake is thrown, found from the state rather than a closure per
+ * request.
  */
 export function compose<S extends Passage, R = Response>(stages: readonly Stage<S, R>[]): (state: S) => Promise<R> {
   if (stages.length === 0) throw new TypeError('compose() needs at least one stage');

@@ -1,14 +1,7 @@
 /**
- * One request's state as it passes the stages (src/pipeline/stages/): what
- * the request says, set once when it arrives (its route among them: matching
- * is a pure function of the method and path), and what each stage finds out
- * and hands inward (the version, the principal, where the statements go…).
- * Each writable field is written by exactly one stage, named in its comment
- * (test/api/pipeline-fields.test.ts checks the sources). A stage never calls
- * `next()` twice (compose() refuses it) and no stage signals another beside the chain: what an
- * inner stage needs is here before it runs, and what an outer stage reports
- * of an inner one's decisions comes back with the answer
- * (src/pipeline/answer.ts), never through here.
+ * One request's state as it passes the stages: what the request says, set when it arrives (its route included:
+ * matching needs only the method and path), and what each stage hands inward. Each writable field has one writer,
+ * named first in its comment (test/api/pipeline-fields.test.ts checks the sources).
  */
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/authenticator.ts';
@@ -37,19 +30,17 @@ export interface Exchange extends Passage {
   readonly path: string;
   /** contract §16: the forwarded address only from a trusted proxy; what rate limits and the log see. */
   readonly address: string;
-  /** The parts of the service a handler may use. */
   readonly services: HandlerServices;
   /** cors: a CORS preflight from a listed origin. */
   preflight: boolean;
   /** deadline: the request's time for the database, which the body stage stops while it reads. */
   deadline: RequestClock | undefined;
-  /** What the request has under way in the database, to cancel when it gives up (contract §17). */
+  /** What the request has under way in the database, to cancel when it gives up. */
   readonly scope: RequestScope;
-  /** The client, as the node bridge tells of it: its going away (`ClientInfo.gone`). */
+  /** The client, as the node bridge tells of it (`ClientInfo.gone`). */
   readonly client: ClientInfo;
-  /** body: the request body, read within the limits once the request is routed, authenticated and counted. */
+  /** body: the request body, read once the request is routed, authenticated and counted. */
   body: Uint8Array;
-  /** What the router found for the method and path, when the request arrived. */
   readonly match: RouteMatch<PlannedRoute>;
   /** The route that serves the request (`undefined`: the route stage refuses it, or answers OPTIONS). */
   readonly route: PlannedRoute | undefined;
@@ -76,7 +67,7 @@ export interface Exchange extends Passage {
   stage: number;
 }
 
-// contract §13: 1–128 visible ASCII characters.
+// 1–128 visible ASCII characters.
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const EMPTY = new Uint8Array(0);
 
@@ -87,9 +78,9 @@ export interface Source {
 
 /** What every exchange shares: read once, when the app is made. */
 export interface ExchangeParts {
-  /** contract §16: whether an address is a trusted proxy's; `undefined` without `TRUST_PROXY`. */
+  /** Whether an address is a trusted proxy's; `undefined` without `TRUST_PROXY`. */
   readonly trusted: ((address: string) => boolean) | undefined;
-  /** contract §16: the one field a trusted proxy writes the client's address in (`TRUST_PROXY_HEADER`). */
+  /** The field a trusted proxy writes the client's address in (`TRUST_PROXY_HEADER`). */
   readonly proxyHeader: ProxyHeader;
   readonly router: Router<PlannedRoute>;
   readonly database: Source;
@@ -150,11 +141,7 @@ export function contextOf(x: Exchange, db?: Db): RequestContext {
   return new ExchangeContext(x, db);
 }
 
-/**
- * The handler's view of an exchange: its fields read through, as the stages
- * left them, with the defaults a handler may rely on. One small object per
- * request, its getters on the prototype.
- */
+/** The handler's view of an exchange, with defaults; one small object per request, its getters on the prototype. */
 class ExchangeContext implements RequestContext {
   readonly #x: Exchange;
   readonly #db: Db | undefined;
@@ -200,10 +187,7 @@ class ExchangeContext implements RequestContext {
   }
 }
 
-/**
- * The handle the request's statements go through: the savepoint of a keyed POST, else the request's own handle
- * on `source`, taken when first reached for.
- */
+/** Where the request's statements go: a keyed POST's savepoint, else its own handle on `source`, taken lazily. */
 export function dbOf(x: Exchange): Db {
   if (x.savepoint !== undefined) return x.savepoint;
   x.handle ??= x.source.handle(x.scope);

@@ -1,16 +1,7 @@
 /**
- * Idempotency keys (contract §7), one module and one SQL store for every POST.
- *
- * The request runs in one transaction that first tries a transaction-level
- * advisory lock on (user, key), then reads the stored result (both in one
- * statement, the read after the try). A stored result
- * with the same fingerprint is replayed byte for byte, whoever holds the lock
- * (another repeat, reading it too); another fingerprint is 422
- * `idempotency-key-mismatch`. No result and the lock taken: the first request
- * is still running, and this one gets 409 `idempotency-key-in-use`. No result
- * and the lock held: this is the first request. The handler runs
- * in a savepoint of that transaction and its result is stored in it, so the
- * effect and the stored result commit together or not at all.
+ * Idempotency keys (contract §7), one module and one SQL store for every POST. A keyed request runs in one
+ * transaction that tries an advisory lock on (user, key) and reads the stored result (`answerClaimed()`); the
+ * handler runs in a savepoint of it, so its effect and the stored result commit together or not at all.
  */
 import type { Principal } from '../auth/authenticator.ts';
 import type { Db, RowOf } from '../db/database.ts';
@@ -38,10 +29,7 @@ interface StoredRow {
 /** ClaimIdempotencyKey's one row: the lock, and the stored result or, without one, NULLs. */
 export type ClaimRow = { locked: boolean } & (StoredRow | { fingerprint: null });
 
-/**
- * The claim of a row of ClaimIdempotencyKey or CreateOrderKeyed: a stored result when it has one (its columns are
- * NULL together), its headers being the JSON object the result was stored with.
- */
+/** The claim of a row of ClaimIdempotencyKey or CreateOrderKeyed: a stored result when it has one. */
 export function claimOf(row: RowOf<'ClaimIdempotencyKey'>): ClaimRow {
   const { locked, fingerprint, status, headers, body } = row;
   if (fingerprint === null || status === null || body === null) return { locked, fingerprint: null };
@@ -50,13 +38,7 @@ export function claimOf(row: RowOf<'ClaimIdempotencyKey'>): ClaimRow {
 
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
-/**
- * Runs `handler` once per (user, key). Its response is already finished
- * (ETag, media type: the conditional stage inside), and is stored and
- * replayed as it is. `inSavepoint` false: the handler runs in
- * the transaction itself (a route whose refusals all come before its first
- * write, `RouteSpec.refusesBeforeWriting`).
- */
+/** Runs `handler` once per (user, key), storing its finished response; `inSavepoint` false: in the transaction. */
 export async function runIdempotent(
   db: Db,
   request: IdempotentRequest,
@@ -65,9 +47,8 @@ export async function runIdempotent(
 ): Promise<Response> {
   const { principal, key } = request;
   return db.begin(async (tx) => {
-    // One statement: the lock is tried, then the result read with a snapshot
-    // taken after the try, so a first request that committed before the lock
-    // came free is always seen (sql/migrations/0009_idempotency_claim.sql).
+    // One statement, the read's snapshot taken after the lock is tried: a first request that committed before
+    // the lock came free is always seen (sql/migrations/0009_idempotency_claim.sql).
     const claim = claimOf(await tx.one('ClaimIdempotencyKey', [principal.userId, key]));
     const earlier = answerClaimed(claim, request);
     if (earlier !== undefined) return earlier;
@@ -103,15 +84,12 @@ export async function runIdempotent(
 }
 
 /**
- * The answer to a key already used, from its claim: the stored answer replayed when the fingerprint is the same
- * (422 when not), 409 while the first request runs (the lock taken, no result); `undefined` for a key this
- * request holds and no result: the first request.
+ * The answer to a key from its claim. A stored result is replayed when the fingerprint matches (else 422),
+ * whoever holds the lock (another repeat reading it). No result and the lock taken: 409, the first request is
+ * still running. No result and the lock held: `undefined`, this is the first request.
  */
 export function answerClaimed(claim: ClaimRow, request: IdempotentRequest): Response | undefined {
   const stored = claim.fingerprint === null ? undefined : claim;
-  // Without the lock and without a result, the first request is still
-  // running. With a result, whoever holds the lock is only another repeat
-  // reading it: a finished request is replayed to every repeat (contract §7).
   if (!claim.locked && stored === undefined) {
     throw new HttpError(409, 'idempotency-key-in-use', {
       detail: 'A request with this Idempotency-Key is still being processed; retry shortly.',

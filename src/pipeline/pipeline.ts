@@ -1,32 +1,16 @@
 /**
- * The request pipeline: every route passes through the same fixed list of
- * stages (src/pipeline/stages/), built once here, so none can forget the
- * cross-cutting rules (contract §5–§13, §16, §17). Outer to inner:
+ * The request pipeline: every route passes the same fixed list of stages (src/pipeline/stages/), built once
+ * here, so none can skip a cross-cutting rule (contract §5–§13, §16, §17). Outer to inner:
  *
  *   observe → cors → compression → fields → address limit → problems → deadline
  *   → route → negotiate → authorize → work: [body → replica → preconditions
  *   → idempotency → conditional → handler]
  *
- * A request passes each stage once, inward, and its answer each once,
- * outward: no stage calls `next()` twice or hands another a signal beside
- * the chain. What a stage decides for the stages inside it is a field of the
- * exchange it writes before it calls `next()` (src/pipeline/exchange.ts says
- * which stage writes each); the route is found when the request arrives.
- * What an outer stage reports of an inner one's decisions (the rate decision,
- * the principal, the version) comes back with the answer, an `Answer`
- * (src/pipeline/answer.ts), or with the error on its way out.
- * The conditional stage is the one place a 2xx is finished, inside the
- * idempotency stage, which stores the finished answer.
- *
- * Everything up to the body stage is decided from the request's head alone
- * (contract §11): a request refused there (404, 405, 406, 401, 403, 429,
- * 413 by its `Content-Length`) has none of its body read.
- *
- * A stage's after-work runs on the way out, inner first: the problems stage
- * turns every error below it into an answer, so every stage outside it sees
- * a `Response` (the address limit may replace it with a 429; the fields,
- * compression, CORS and observe stages then add to whatever it is). docs/architecture.md
- * draws the path of a GET and of a keyed POST through them.
+ * A stage's decision for the stages inside it is an exchange field it writes before `next()` (exchange.ts);
+ * what an outer stage reports comes back with the answer or the error (answer.ts). Everything before the body
+ * stage is decided from the request's head (contract §11): a request refused there has none of its body read.
+ * The problems stage turns every error below it into an answer, so the stages outside it always see a
+ * `Response`. docs/architecture.md draws a GET and a keyed POST.
  */
 import type { ClientInfo } from '../http/client-info.ts';
 import { corsPolicy } from '../http/cors.ts';
@@ -53,24 +37,22 @@ import { problems } from './stages/problems.ts';
 import { replicaReads } from './stages/replica.ts';
 import { negotiation, route } from './stages/route.ts';
 
+/** The service as a function of a request, with the budget of its bodies in flight. */
 export type App = ((request: Request, client: ClientInfo) => Promise<Response>) & {
-  /** contract §11: the bytes of the bodies in flight, against `BODY_BUDGET_BYTES` (GET /metrics). */
+  /** The bytes of the bodies in flight, against `BODY_BUDGET_BYTES` (GET /metrics). */
   readonly bodies: BodyBudget;
 };
 
-/** contract §11: a request waits at most 5 s in all for the database, then gets 503. */
+/** A request waits at most 5 s in all for the database, then gets 503. */
 export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
 
-/**
- * The innermost stage: the route's handler, with what the stages found; or, for a keyed POST its route did in
- * one statement, the answer of what it did (the idempotency stage).
- */
+/** The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. */
 const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
 
+/** The app serving `routes` through the pipeline. */
 export function createApp(given: Services, routes: readonly RouteSpec[]): App {
-  // Each route's plan, decided here once (src/pipeline/plan.ts): the stages read it.
   const router = createRouter<PlannedRoute>(
     routes.map(
       (r): Route<PlannedRoute> => ({
@@ -83,9 +65,8 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   );
   const metrics = given.metrics ?? createHttpMetrics();
   const { log, config, db: database, ...rest } = { ...given, metrics };
-  // What a handler sees of the services: all but the pool, which it reaches only through `ctx.db`.
   const parts: ExchangeParts = {
-    // contract §16: read once; unset, it costs a request nothing.
+    // Without TRUST_PROXY, a request pays nothing for it.
     trusted: config.trustProxy === undefined ? undefined : trustedProxies(config.trustProxy),
     proxyHeader: config.trustProxyHeader,
     router,
@@ -95,8 +76,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes, shareOf(config.bodyBudgetBytes, config.maxBodyBytes));
-  // The stages that work on the request's body and database, each giving a Response; the work stage runs them
-  // under the request's clock and hands their answer outward, to the stages that report decisions with it.
+  // The body and database stages, run by the work stage under the request's clock.
   const inner = compose<Exchange>([
     requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
     replicaReads(given.reads, database, log),

@@ -1,29 +1,20 @@
-/**
- * A route's plan: what the stages do for its requests, decided once from its
- * spec when the app is made, before any request (as PostgREST plans an action
- * before it runs a statement). A stage reads these values, never the OpenAPI
- * document nor a default of its own: each decision is made here, once.
- */
+/** A route's plan: decided once from its spec when the app is made; the stages read it, never the OpenAPI document. */
 import type { CachePolicy } from '../http/semantics.ts';
 import type { RouteSpec } from './context.ts';
 
 export interface RoutePlan {
-  /** The request may change what is stored: a method other than GET and HEAD (the replica stage). */
+  /** A method other than GET and HEAD: it may change what is stored. */
   readonly writes: boolean;
   /** contract §4: the success has no body (204), and is never refused for the request's `Accept`. */
   readonly noContent: boolean;
-  /** contract §9: the route reads `If-Match` (a GET or HEAD reads `If-None-Match`). */
+  /** The route reads `If-Match` (contract §9). */
   readonly ifMatch: boolean;
-  /** contract §9: `Cache-Control` of a successful GET or HEAD. */
   readonly cache: CachePolicy;
-  /** contract §7: how a POST takes an `Idempotency-Key`; `none` for other methods. */
+  /** How a POST takes an `Idempotency-Key`; `none` for other methods. */
   readonly idempotency: 'none' | 'optional' | 'required';
-  /**
-   * How a keyed POST's handler runs in the key's transaction: in a savepoint, so that a refusal after a write
-   * rolls the write back before the refusal is stored; or in the transaction itself (`refusesBeforeWriting`).
-   */
+  /** A keyed POST's handler runs in a savepoint: a refusal after a write undoes the write before it is stored. */
   readonly inSavepoint: boolean;
-  /** contract §17: a GET or HEAD may read from the replica, once it has replayed the principal's last write. */
+  /** A GET or HEAD that may read from the replica. */
   readonly replica: boolean;
 }
 

@@ -1,17 +1,8 @@
-/**
- * PostgreSQL's WAL positions (`pg_lsn`: two hexadecimal halves, `16/B374D848`)
- * as numbers to compare, and as fixed-width text that compares the same way
- * (what Redis keeps, contract §17). Pure.
- */
+/** PostgreSQL's WAL positions (`pg_lsn`) as numbers, and as fixed-width text that compares the same way. */
 
 const LSN = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/;
 
-/**
- * The position `text` names, or `undefined` when it names none.
- *
- * @example
- * parseLsn('16/B374D848') // 0x16B374D848n
- */
+/** The position `text` (two hexadecimal halves, `16/B374D848`) names, or `undefined`. */
 export function parseLsn(text: string | null | undefined): bigint | undefined {
   const match = text === null || text === undefined ? null : LSN.exec(text);
   if (match === null) return undefined;
@@ -19,7 +10,7 @@ export function parseLsn(text: string | null | undefined): bigint | undefined {
 }
 
 /**
- * `lsn` as 16 hexadecimal digits: two positions compare as their texts do.
+ * `lsn` as 16 hexadecimal digits: two positions compare as their texts do (what Redis keeps).
  *
  * @example
  * lsnKey(0x16B374D848n) // '00000016b374d848'

@@ -1,32 +1,25 @@
 /**
- * Where each principal last wrote (contract §17, read-your-writes): the
- * primary's WAL position once the write committed, kept for `REPLICA_MAX_LAG`
- * (and a second): past it, a replica that serves reads at all has replayed it.
+ * Where each principal last wrote (contract §17, read-your-writes): the primary's WAL position once the write
+ * committed, kept for `REPLICA_MAX_LAG` (and a second): past it, a replica that serves reads at all has replayed it.
  *
- * Without `REDIS_URL`, a Map of this process (bounded; start-up refuses a
- * replica with `WORKERS` above 1 then). With it, in Redis, so that every
- * process sees every write: one key per principal, `orders:ryw:users:<id>`,
- * holding the highest position as 16 hexadecimal digits (a script keeps the
- * highest, whatever order two writes record in) and expiring with it. A
- * record or a lookup waits for Redis at most `POSITIONS_TIMEOUT_MS`; when Redis
- * fails, the answer is "unknown", and an unknown position sends the read to
- * the primary: never a stale read of one's own write, at worst a read the
- * replica could have served. The process also keeps its own writes' positions
- * in its Map, first asked: a write whose record Redis missed still routes the
- * writer's reads in this process.
+ * Without `REDIS_URL`, in this process (start-up then refuses a replica with `WORKERS` above 1); with it, in Redis,
+ * so that every process sees every write (one key per principal, `orders:ryw:users:<id>`). When Redis fails the
+ * position is unknown and the read goes to the primary: never a stale read of one's own write, at worst a read the
+ * replica could have served. The process also keeps its own writes' positions, first asked, so a write whose
+ * record Redis missed still routes the writer's reads here.
  */
 import { errorFields, type Logger } from '../base/logger.ts';
 import { withDeadline } from '../db/errors.ts';
 import { lsnKey, parseLsnKey } from './lsn.ts';
 
-/** How long a record or a lookup waits for Redis (as the rate limits do: src/limits/shared-limits.ts). */
+/** How long a record or a lookup waits for Redis. */
 export const POSITIONS_TIMEOUT_MS = 100;
 
 /** What `lookup()` answers when it cannot know: read from the primary. */
 export const UNKNOWN = Symbol('unknown position');
 
 export interface Positions {
-  /** Keeps `lsn` as `principal`'s last write (the highest of those recorded). */
+  /** Keeps `lsn` as `principal`'s last write, unless a higher one is kept. */
   record(principal: number, lsn: bigint): Promise<void>;
   /** `principal`'s last write, `undefined` when none is recent, `UNKNOWN` when it cannot be known now. */
   lookup(principal: number): Promise<bigint | undefined | typeof UNKNOWN>;
@@ -58,7 +51,10 @@ export function localPositions(ttlMs: number, now: () => number = () => performa
   };
 }
 
-/** KEYS[1]: the principal's key; ARGV[1]: the position (16 hex digits); ARGV[2]: how long to keep it, in ms. */
+/**
+ * Keeps the highest position, whatever order two writes record in. KEYS[1]: the principal's key; ARGV[1]: the
+ * position (16 hex digits); ARGV[2]: how long to keep it, in ms.
+ */
 export const RECORD_SCRIPT = `local held = redis.call('GET', KEYS[1])
 if (not held) or held < ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -79,7 +75,7 @@ export async function redisPositions(options: {
   const prefix = options.prefix ?? 'orders:ryw:users:';
   const client = new Redis(options.url, {
     lazyConnect: true,
-    // Reconnects by itself, 100 ms to 1 s apart; a command meanwhile fails at once (no offline queue).
+    // A command while reconnecting fails at once (no offline queue).
     retryStrategy: (times: number) => Math.min(100 * times, 1_000),
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

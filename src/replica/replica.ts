@@ -1,27 +1,18 @@
 /**
- * A streaming replica for safe reads (contract §17, `DATABASE_READ_URL`), and
- * the monitor that says when it may serve them.
+ * A streaming replica for safe reads (contract §17, `DATABASE_READ_URL`), and the monitor that says when it may
+ * serve them: while it answers, is in recovery, and lags at most `REPLICA_MAX_LAG`.
  *
- * Every `REPLICA_POLL_MS` the monitor reads, at once, the primary's WAL
- * position and what the replica has replayed. The lag is measured from the
- * primary's positions: the replica is as far behind as the oldest position
- * the primary had that it has not replayed yet (so an idle primary and a
- * caught-up replica have no lag, and a paused replay gains lag from the moment
- * the primary moves on). The replica serves reads while it answers, is in
- * recovery, and lags at most `REPLICA_MAX_LAG`; else the primary answers, and
- * the change of state is logged once. A request reads no position itself:
- * `serves()` compares with what the last poll saw.
- *
- * A principal's read goes to the replica only when the replica has replayed
- * the position of the principal's last write (`Positions`), so nobody reads
- * their own write stale.
+ * The lag is measured from the primary's positions: the replica is as far behind as the oldest position the primary
+ * had that it has not replayed yet, so an idle primary and a caught-up replica have no lag, and a paused replay
+ * gains lag from the moment the primary moves on. A change of state is logged once. A request reads no position
+ * itself: `serves()` compares with what the last poll saw.
  */
 import type { Logger } from '../base/logger.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { withDeadline } from '../db/errors.ts';
 import { parseLsn } from './lsn.ts';
 
-/** How often the monitor reads the positions. */
+/** How often the monitor reads the primary's and the replica's positions. */
 export const REPLICA_POLL_MS = 200;
 /** How long a poll may take before the replica counts as unreachable. */
 export const REPLICA_POLL_TIMEOUT_MS = 1_000;
@@ -34,7 +25,7 @@ export interface ReplicaStatus {
   readonly state: ReplicaState;
   /** Seconds behind the primary, as last measured; `undefined` when unreachable. */
   readonly lagSeconds: number | undefined;
-  /** Why it serves no reads (`undefined` while in use): for /readyz and the log. */
+  /** Why it serves no reads: for /readyz and the log. */
   readonly reason?: string;
 }
 
@@ -44,13 +35,8 @@ export const NOT_A_STANDBY =
   'standby of the current primary';
 
 export interface Replica {
-  /** The replica's pool. */
   readonly db: Database;
-  /**
-   * Whether a read may go to the replica now, for a principal whose last
-   * write is at `position` (`undefined`: none recent): the replica is in use
-   * and has replayed it. No statement: what the last poll saw.
-   */
+  /** Whether a read by a principal whose last write is at `position` may go to the replica, by the last poll. */
   serves(position: bigint | undefined): boolean;
   /** A statement on the replica failed for want of it: reads go to the primary until a poll sees it back. */
   failed(error: unknown): void;
@@ -65,7 +51,7 @@ export interface ReplicaOptions {
   readonly poolMax: number;
   readonly prepare: boolean;
   readonly log: Logger;
-  /** How often to poll (`REPLICA_POLL_MS`); tests shorten it. */
+  /** Instead of `REPLICA_POLL_MS` (tests). */
   readonly pollMs?: number;
 }
 

@@ -1,21 +1,11 @@
 /**
- * Authentication, the user's rate limit and the route's scope (contract §5,
- * §6, §10), in that order: a valid token is counted against its user before
- * its scope is checked, so a token without the scope cannot probe for free.
- * A public route that is rate limited counts against the client address.
+ * Authentication, the user's rate limit and the route's scope (contract §5, §6), in that order: a token is
+ * counted against its user before its scope is checked, so a token without the scope cannot probe for free.
  *
- * Failed authentication costs the guesser, never the honest (contract §10).
- * A token with a wrong tag, or no token of ours at all, is refused without a
- * lookup and costs nothing: it is not counted. A token tagged by this
- * service, or made before tags and validated lately, is never refused for
- * what others did from its address. A guess the service cannot vouch for (a
- * token made before tags, unknown lately) needs a lookup: its address's
- * failed authentications are counted in a window of their own, and once past
- * the limit, such guesses from that address are answered 429 before any is
- * looked up, so a refused guess runs no statement. A wrong `METRICS_TOKEN`
- * counts the same way, and past the limit is 429; its right value, checked
- * first (no statement), always passes. A request with no credential guesses
- * nothing.
+ * Failed authentication costs the guesser, never the honest (contract §10). A wrong tag, or no token of ours, is
+ * refused without a lookup and not counted. A tagged token, or an untagged one validated lately, is never refused
+ * for what others did from its address. Any other guess (a wrong `METRICS_TOKEN` too) counts against its
+ * address in a window of its own, and past the limit the address's guesses are 429 before any lookup.
  */
 import { insufficientScope, type Authenticator, type Principal } from '../../auth/authenticator.ts';
 import { HttpError } from '../../http/problem.ts';
@@ -52,10 +42,7 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
   };
 }
 
-/**
- * The principal and the rate decision of a request that may go on; a refusal is thrown with the decisions made
- * before it (the rate decision its `RateLimit` fields report).
- */
+/** The principal and rate decision of a request that may go on; a refusal is thrown with those made before it. */
 async function admit(x: Exchange, authenticator: Authenticator, limits: Limits | undefined): Promise<Decisions> {
   const route = routeOf(x);
   const { credential } = route;
@@ -101,7 +88,7 @@ async function counted(limits: Limits, table: LimitTable, key: string, principal
   return rate;
 }
 
-/** 429 for a credential from an address whose failed authentications are past the limit: it is not looked at. */
+/** 429, unread, for a credential from a barred address. */
 function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: string | null): void {
   if (limits === undefined || authorization === null) return;
   const barred = limits.barred(x.address);
@@ -109,11 +96,7 @@ function refuseBarred(x: Exchange, limits: Limits | undefined, authorization: st
   throw unwinding(rateLimited(barred), { rate: barred });
 }
 
-/**
- * What to throw for `error`, thrown while a credential was checked: a 401 for a credential sent counts as a
- * failure of the address, and the failure past the limit is answered 429, as the ones after it will be (it says
- * nothing of the credential); anything else as it is.
- */
+/** A credential's check threw `error`: a 401 counts as a failure of the address, and past the limit becomes 429. */
 async function failure(x: Exchange, limits: Limits | undefined, authorization: string | null, error: unknown) {
   if (limits === undefined || authorization === null) return error;
   if (!(error instanceof HttpError) || error.status !== 401) return error;

@@ -1,18 +1,8 @@
 /**
- * The database deadline, and the body (contract §11). The deadline stage
- * starts the request's clock for the database: from then on it waits at
- * most `deadlineMs` for it, in all, and gets 503 past it (the problems stage
- * says so), its statements dropped from the queue or cancelled (contract
- * §17, `RequestScope`). The clock is raced where the request waits: by the
- * authorize stage for the token's lookup and the user's count, and by the
- * work stage for everything inside it; so a request past its time unwinds
- * through the stages it passed, with their decisions (src/pipeline/answer.ts).
- * The body stage sits inside routing, authentication and the rate
- * limit, so nothing of a body is read before its request is allowed:
- * `Content-Length` is checked against the limit (413) and the body's share
- * of the budget for bodies in flight taken (503) before the first byte is
- * read, and the clock stands still while it is read (408 past its own
- * time). The body's share is given back once the request is answered.
+ * The database deadline and the body (contract §11). A request waits at most `deadlineMs` for the database in all,
+ * then gets 503; the clock is raced where it waits (authorize, the work stage), so a late request unwinds through
+ * the stages it passed, with their decisions. The body stage sits inside routing, authentication and the rate
+ * limit, so no body is read before its request is allowed; the clock stands still while it is read.
  */
 import type { Logger } from '../../base/logger.ts';
 import { DeadlineExceeded, OUTCOME_KNOWN, OutcomeUnknown, startDeadline } from '../../db/errors.ts';
@@ -32,9 +22,8 @@ import type { Exchange } from '../exchange.ts';
 
 export function databaseDeadline(deadlineMs: number, log: Logger): Stage<Exchange, Answer> {
   /**
-   * contract §17: giving up (the clock ran out, the client went away) cancels what the request has under way
-   * (src/db/cancellation.ts); a write that may have been done all the same is answered as such, and what came
-   * of it is logged once known.
+   * contract §17: giving up (the clock ran out, the client left) cancels what the request has under way; a write
+   * that may have been done all the same is answered as such, and its outcome logged once known.
    */
   const giveUp = (x: Exchange) => {
     const outcome = x.scope.abandon();
@@ -61,24 +50,21 @@ export function withinDeadline<T>(x: Exchange, promise: Promise<T>): Promise<T> 
   return x.deadline === undefined ? promise : x.deadline.race(promise);
 }
 
-/**
- * The innermost stage of the answers: runs `inner`, the stages that work on the request's body and database
- * (they give a `Response`), raced against the request's clock.
- */
+/** The innermost stage of the answers: the body and database stages, raced against the request's clock. */
 export function work(inner: (x: Exchange) => Promise<Response>): Stage<Exchange, Answer> {
   return async (x) => ({ response: await withinDeadline(x, inner(x)) });
 }
 
 export interface BodyLimits {
   readonly maxBodyBytes: number;
-  /** Time a client gets to send its whole body. */
   readonly bodyTimeoutMs: number;
-  /** contract §11: what every body being read or handled at once may hold (`BODY_BUDGET_BYTES`), and one client. */
+  /** What every body being read or handled at once may hold (`BODY_BUDGET_BYTES`), and one client. */
   readonly budget: BodyBudget;
   /** The body's pace (`FIRST_BYTE_MS`…, src/http/body.ts); tests shorten it. */
   readonly pace?: ReadLimits['pace'];
 }
 
+/** The body stage; the body's share of the budget is given back once the request is answered. */
 export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget, pace }: BodyLimits): Stage<Exchange> {
   const base = { maxBytes: maxBodyBytes, timeoutMs: bodyTimeoutMs, budget, ...(pace === undefined ? {} : { pace }) };
   // Not an async function: a request without a body (every GET) passes through without a promise of its own.
@@ -88,7 +74,7 @@ export function requestBody({ maxBodyBytes, bodyTimeoutMs, budget, pace }: BodyL
   };
 }
 
-/** contract §11: whose share of the budget a body takes: its principal's, or (none) its address group's. */
+/** Whose share of the budget a body takes: its principal's, or (none) its address group's. */
 function ownerOf(x: Exchange): string {
   return x.principal === undefined ? `address ${addressGroup(x.address)}` : `user ${x.principal.userId}`;
 }

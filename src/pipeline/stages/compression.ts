@@ -1,19 +1,8 @@
 /**
- * Content codings (contract §16): an answer of 1 KiB or more in a text-like
- * type goes out `gzip`- or `br`-coded when the request's `Accept-Encoding`
- * asks for it (src/http/compression.ts has the rules), with its own strong
- * `ETag` and `Content-Length`; HEAD gets the same fields as GET.
- *
- * Every answer with content, and every 304, says `Vary: Accept-Encoding`:
- * the coding was chosen by that field even where the choice was identity (a
- * page under the threshold today may pass it tomorrow). A 304 names the tag
- * the client holds: of the tags in its `If-None-Match` that name the
- * representation, the one of the coding this request would get, else the
- * first (RFC 9111 §4.3.4: a cache updates the stored answer of that tag).
- *
- * It sits outside the fields stage, which sets `Vary`, and inside CORS, so
- * that every answer passes it, errors and replays included: a replay is
- * stored as identity and coded for the client that asks again.
+ * Content codings (contract §16; rules in src/http/compression.ts): a coded answer has its own strong `ETag`, and
+ * HEAD gets GET's fields. Every answer with content, and every 304, says `Vary: Accept-Encoding`, identity too (a
+ * page under the threshold today may pass it tomorrow). Outside the fields stage, every answer passes it, errors
+ * and replays included: a replay is stored as identity and coded for the client that asks again.
  */
 import {
   codedTag,
@@ -64,7 +53,10 @@ export function compression(): Stage<Exchange, Answer> {
   };
 }
 
-/** On a 304, the tag of the coding the client holds (see above). */
+/**
+ * On a 304, the tag the client holds: of its `If-None-Match` tags for the representation, the one of this
+ * request's coding, else the first (RFC 9111 §4.3.4: a cache updates the stored answer of that tag).
+ */
 function retag(headers: Fields, ifNoneMatch: TagList | null, coding: Coding | undefined): void {
   const etag = headers.get('etag');
   if (etag === null || ifNoneMatch === null || ifNoneMatch === '*') return;

@@ -1,15 +1,8 @@
 /**
- * Conditional requests and the finishing rules (contract §8, §9), in two
- * stages. The preconditions stage parses the request's `If-None-Match`
- * (GET, HEAD) and `If-Match` (where the route checks it) once, outside the
- * idempotency stage: a malformed one is 400 before any handler runs or key
- * is claimed, whatever the resource. The conditional stage, inside it, is the
- * one place an answer is finished: a route that knows its tag without
- * building the answer (an order's revision) answers a matching
- * `If-None-Match` with 304 before its handler runs, its tag read where the
- * replica stage says; every 2xx the handler gives is finished (`finish()`:
- * media type, `ETag`, `Cache-Control`, 304) once, and a keyed POST's
- * answer is stored as this stage finished it.
+ * Conditional requests (contract §8, §9), in two stages. The preconditions stage parses the conditions outside the
+ * idempotency stage, so a malformed one is 400 before any handler runs or key is claimed. The conditional stage,
+ * inside it, is the one place a 2xx is finished (`finish()`: media type, `ETag`, `Cache-Control`, 304), so a keyed
+ * POST's answer is stored finished; a route's `currentTag` answers a match with 304 before its handler runs.
  */
 import { parseConditions } from '../../http/conditional.ts';
 import { finish, notModifiedEarly, type FinishOptions } from '../../http/semantics.ts';

@@ -1,8 +1,6 @@
 /**
- * CORS (contract §16, Fetch §3.2): once origins are configured, every answer
- * varies by `Origin` (a shared cache must not hand one origin's answer to
- * another), a listed origin gets the CORS fields, and its preflight's 204
- * the preflight fields. Off (no `CORS_ORIGINS`), the stage does nothing.
+ * CORS (contract §16, Fetch §3.2): with `CORS_ORIGINS`, every answer varies by `Origin` (a shared cache must not
+ * hand one origin's answer to another), a listed origin gets the CORS fields, and its preflight's 204 those of one.
  */
 import { isPreflight, PREFLIGHT_VARY, preflightFields, responseFields, varyWith } from '../../http/cors.ts';
 import { fieldsOf } from '../../http/response.ts';

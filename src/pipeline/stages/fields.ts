@@ -1,10 +1,7 @@
 /**
- * The fields every answer of a route carries, errors included (contract §8):
- * `Vary` by what the route's answers depend on (`Accept` where it
- * negotiates, `Authorization` where it authenticates; added to what the
- * answer varies by already), and version 1's
- * deprecation fields on any answer in version 1: the negotiated one, else
- * (a request refused before negotiation) the path's prefix.
+ * The fields every answer of a route carries, errors included (contract §8): `Vary` by `Accept` where it
+ * negotiates and `Authorization` where it authenticates, and version 1's deprecation fields on any answer in
+ * version 1 (the negotiated one, else the path's prefix).
  */
 import { varyWith } from '../../http/cors.ts';
 import { fieldsOf } from '../../http/response.ts';

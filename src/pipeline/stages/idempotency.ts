@@ -1,14 +1,8 @@
 /**
- * Idempotency keys (contract §7): an authenticated POST with a well-formed
- * `Idempotency-Key` runs once per (user, key), in the savepoint its stored
- * answer commits with (src/pipeline/idempotency.ts); a malformed key is 400,
- * and a route that requires one refuses a POST without it. The stages inside
- * it finish the answer (the conditional stage): what is stored and replayed is
- * what the client first received. A route may do its keyed POST in one
- * statement that claims the key, does the work and stores the answer
- * (`keyedInOneStatement`, POST /orders): its answer then goes to the stages
- * inside as the handler's would, and what it cannot do (a refusal) runs the
- * ordinary way.
+ * Idempotency keys (contract §7): an authenticated POST with a key runs once per (user, key)
+ * (src/pipeline/idempotency.ts); a malformed key is 400, and so is a missing one where the route requires it.
+ * Stored and replayed is what the client first received, as the stages inside finished it. A route's
+ * `keyedInOneStatement` answer goes to those stages as the handler's would.
  */
 import { fingerprint, parseIdempotencyKey } from '../../http/idempotency-key.ts';
 import { HttpError } from '../../http/problem.ts';

@@ -1,9 +1,7 @@
 /**
- * Rate limits (contract §10): the windows, this process's own tables or the
- * shared ones in Redis (§17), and the address limit stage. A token's
- * requests count against its user (the authorize stage); every other
- * request that is counted at all counts against its client address, here,
- * once its answer is known, so that guessing tokens or paths is limited too.
+ * Rate limits (contract §10): the windows, this process's own tables or the shared ones in Redis (§17), and the
+ * address limit stage. A token's requests count against its user (authorize); every other counted request counts
+ * against its client address, here, once its answer is known, so that guessing tokens or paths is limited too.
  */
 import type { Config } from '../../config/config.ts';
 import { HttpError, problemResponse } from '../../http/problem.ts';
@@ -29,12 +27,9 @@ export interface Limits {
   count(table: LimitTable, key: string): Promise<RateDecision>;
   /** How `route` is limited (`RouteSpec.rateLimited`, with `'unless-token'` settled). */
   limited(route: RouteSpec | undefined): boolean | 'never';
-  /**
-   * contract §10: the 429 decision for a credential from `address` while its failed authentications are past
-   * the limit in a window still running (the credential is not looked at); `undefined` while they are not.
-   */
+  /** The 429 for a credential from `address` while its failed authentications are past the limit, else `undefined`. */
   barred(address: string): RateDecision | undefined;
-  /** Counts one failed authentication of `address` (its decision is what the 401's `RateLimit` fields report). */
+  /** Counts one failed authentication of `address`; the 401's `RateLimit` fields report the decision. */
   failed(address: string): Promise<RateDecision>;
 }
 
@@ -55,7 +50,7 @@ export function createLimits(
   };
   const bars = createBars(maxKeys);
   const count = async (table: LimitTable, key: string) => {
-    // contract §10, §17: with REDIS_URL the windows are shared, and these tables are the fallback.
+    // With REDIS_URL the windows are shared, and these tables are the fallback.
     const decision =
       shared === undefined ? tables[table].consume(key) : await shared.consume(table, key, tables[table]);
     if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
@@ -85,10 +80,7 @@ export function createLimits(
   };
 }
 
-/**
- * The addresses whose failed authentications passed the limit, each until its window ends: at most `maxKeys`
- * (past that, the one barred longest ago is let go first: it is refused again at its next failure).
- */
+/** Addresses past the failure limit, each until its window ends; past `maxKeys`, the oldest is let go first. */
 function createBars(maxKeys: number) {
   const until = new Map<string, number>();
   return {
@@ -112,11 +104,9 @@ function createBars(maxKeys: number) {
 }
 
 /**
- * Counts a request that no route counted against its client address, and
- * refuses it with 429 past the limit (401, 404, 405, 406, 413… included);
- * then the `RateLimit` fields of the decision. Health checks are never
- * counted; a route exempt from limits (GET /metrics) and a CORS preflight's
- * 204 are not, but their refusals are.
+ * Counts a request that no route counted against its client address, refusing it with 429 past the limit, then
+ * sets the `RateLimit` fields. Health checks are never counted; an exempt route's success (GET /metrics) and a
+ * CORS preflight's 204 are not, but their refusals are.
  */
 export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer> {
   if (limits === undefined) return pass();

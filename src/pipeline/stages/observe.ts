@@ -1,8 +1,4 @@
-/**
- * The outermost stage (contract §13): every answer carries the request id,
- * and every request gets one log line and is counted for `GET /metrics`,
- * whatever happened inside.
- */
+/** The outermost stage (contract §13): the request id on every answer, one log line and the metrics per request. */
 import type { Logger } from '../../base/logger.ts';
 import { fieldsOf } from '../../http/response.ts';
 import type { HttpMetrics } from '../../metrics/http-metrics.ts';

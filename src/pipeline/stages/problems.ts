@@ -1,9 +1,7 @@
 /**
- * Every error thrown inside becomes an answer (contract §5; RFC 9457): an
- * `HttpError` its problem response; a database out of reach 503 (§11), and a
- * write whose outcome cannot be known 503 `outcome-unknown` (§17); any
- * other error 500, logged with its stack, never shown. A client gone before
- * its body arrived reads no answer: its log line says so.
+ * Every error thrown inside becomes an answer (contract §5; RFC 9457): an `HttpError` its problem response; a
+ * database out of reach 503, a write of unknown outcome 503 `outcome-unknown`; any other error 500, logged
+ * with its stack, never shown. A client gone before its body arrived reads no answer: its log line says so.
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import { ClientAbortError } from '../../http/body.ts';
@@ -32,7 +30,6 @@ export function problems(log: Logger): Stage<Exchange, Answer> {
     try {
       return await next(x);
     } catch (thrown) {
-      // The answer keeps what the stages the error passed decided (the principal, the rate decision…).
       const { error, decisions } = unwound(thrown);
       if (error instanceof ClientAbortError) {
         return {

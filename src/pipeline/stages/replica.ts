@@ -1,21 +1,8 @@
 /**
- * Read replicas (contract §17). A write's position is recorded for its
- * principal once it committed (or did not), before its answer leaves; a GET
- * or HEAD of a route marked `replica` goes to the replica when it is in use
- * and has replayed the principal's last write. The stage decides where the
- * request's statements go before the stages inside it run, once:
- *
- * - a GET without `If-None-Match`: the replica;
- * - a conditional GET of a route that knows its tag without building the
- *   answer (an order's revision): the tag is read on the replica, whose 304 is
- *   exact, and a 200 is built on the primary (a tag the replica does not
- *   match may name a newer revision than it holds: never a stale 200);
- * - any other conditional GET: the primary (only the answer tells its tag).
- *
- * A replica that goes away under a read: that statement and the request's
- * next ones run on the primary, and so do the next requests' until the
- * monitor sees the replica back. Without `DATABASE_READ_URL` the stage does
- * nothing.
+ * Read replicas (contract §17). A write's position is recorded for its principal before its answer leaves. A GET
+ * or HEAD of a `replica` route reads on the replica once it has replayed the principal's last write. A
+ * conditional one reads only its `currentTag` there, whose 304 is exact (a tag the replica does not match may be
+ * newer than it holds: the 200 is built on the primary); without `currentTag`, the primary.
  */
 import { errorFields, type Logger } from '../../base/logger.ts';
 import type { Principal } from '../../auth/authenticator.ts';
@@ -27,6 +14,7 @@ import { pass, type Stage } from '../compose.ts';
 import type { ReplicaReads } from '../context.ts';
 import { routeOf, type Exchange, type Source } from '../exchange.ts';
 
+/** The replica stage; nothing without `DATABASE_READ_URL`. */
 export function replicaReads(
   reads: ReplicaReads | undefined,
   primary: Source & Pick<Db, 'one'>,
@@ -80,9 +68,8 @@ export function replicaReads(
 }
 
 /**
- * A read handle on the replica that turns to the primary's (`primary()`, taken once) from the first statement
- * the replica fails for want of it (`failed` is told): that statement runs again there, and the handle's
- * next ones run there too. A read's statements change nothing, so running one again is safe.
+ * A read handle on the replica that turns to the primary's from the first statement the replica fails for want
+ * of it: that statement runs again there (a read changes nothing), and so do the next.
  */
 export function fallingBack(onReplica: Db, primary: () => Db, failed: (error: unknown) => void): Db {
   let current = onReplica;

@@ -1,13 +1,7 @@
 /**
- * Routing and content negotiation (contract §4, §8). The route stage answers
- * what the router found for the method and path as the client sent them
- * (`x.match`, found when the request arrived): 404 for no route, 405 with
- * `Allow` for another method, 204 with `Allow` (and `Accept-Patch` where
- * PATCH is allowed, RFC 5789 §3.1) for OPTIONS. The negotiate stage
- * settles the version and media type of the answer from `Accept` and the
- * path's prefix, and refuses version 1 past its sunset (410). A connection
- * taken into the health reserve past the process's cap is served health
- * checks only: anything else is 503 (contract §11).
+ * Routing and content negotiation (contract §8). The route stage answers what the router found: 404, 405
+ * with `Allow`, or for OPTIONS 204 with `Allow` (and `Accept-Patch` where PATCH is allowed, RFC 5789 §3.1). The
+ * negotiate stage settles the answer's version and media type, and refuses version 1 past its sunset (410).
  */
 import { ACCEPT_PATCH } from '../../http/json-body.ts';
 import { negotiate, type Version } from '../../http/negotiation.ts';
@@ -18,7 +12,7 @@ import { unwinding, type Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
-/** contract §11: what a connection of the health reserve (past the process's cap) is served. */
+/** contract §11: all a connection of the health reserve (past the process's cap) is served; else 503. */
 const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
 export function route(): Stage<Exchange, Answer> {
