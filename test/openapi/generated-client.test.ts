@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { tsImport } from 'tsx/esm/api';
 import { buildOpenApi } from '../../src/openapi/document.ts';
 import { routes } from '../../src/service/routes.ts';
 import { typeCheck } from '../support/typescript.ts';
@@ -180,7 +181,8 @@ describe('a client generated from /openapi.json (openapi-typescript, openapi-fet
     const customer = await t.user('customer');
     // In a run with a replica, a GET through t.fetch waits until the standby has the new user and token.
     assert.equal((await t.fetch('/healthz')).status, 200);
-    const { walk } = (await import(pathToFileURL(join(served, 'walk.ts')).href)) as { walk: Walk };
+    // tsx compiles it, also under `make test`, where this file runs compiled (scripts/bundle-tests.mjs).
+    const { walk } = (await tsImport(pathToFileURL(join(served, 'walk.ts')).href, import.meta.url)) as { walk: Walk };
     const w = await walk(t.url, customer.token, 'generated-client-walk');
     assert.equal(w.list.status, 200);
     assert.equal(w.create.status, 201);

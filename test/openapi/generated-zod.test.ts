@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { tsImport } from 'tsx/esm/api';
 import { buildOpenApi } from '../../src/openapi/document.ts';
 import { routes } from '../../src/service/routes.ts';
 import { typeCheck } from '../support/typescript.ts';
@@ -223,9 +224,9 @@ describe('zod schemas generated from /openapi.json (orval, openapi-zod-client)',
     for (const folder of folders.values()) rmSync(folder, { recursive: true, force: true });
   });
 
-  /** The generated module of `generator`, imported (tsx compiles it) from its folder. */
+  /** The generated module of `generator`, imported from its folder (tsx compiles it, also under `make test`). */
   const load = (generator: Generator): Promise<Module> =>
-    import(pathToFileURL(join(folders.get(generator) as string, generator.output)).href);
+    tsImport(pathToFileURL(join(folders.get(generator) as string, generator.output)).href, import.meta.url);
 
   for (const generator of GENERATORS) {
     describe(generator.name, () => {

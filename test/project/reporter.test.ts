@@ -172,4 +172,14 @@ describe('the reporter of make test', () => {
       cases.map(([, chosen]) => chosen),
     );
   });
+
+  it('names a compiled test file by its source in the list of skips', async () => {
+    const { sourceOf } = (await import(String(new URL('../support/reporter.mjs', import.meta.url)))) as {
+      sourceOf(file: string): string;
+    };
+    assert.equal(sourceOf('dist/tests/test/api/orders.test.mjs'), 'test/api/orders.test.ts');
+    assert.equal(sourceOf('test/api/orders.test.ts'), 'test/api/orders.test.ts');
+    assert.equal(sourceOf('dist/tests/test/api/orders.test.mjs.map'), 'dist/tests/test/api/orders.test.mjs.map');
+    assert.equal(sourceOf(''), '');
+  });
 });

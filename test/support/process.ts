@@ -15,7 +15,8 @@ export interface ServiceProcess {
 /**
  * Spawns `src/main.ts` (or another entry through tsx; or, given `command`,
  * that program and its arguments) with `env` over this process's environment
- * (`DATABASE_URL` only when `env` names it).
+ * (`DATABASE_URL` only when `env` names it). Under `make test` (`TEST_BUNDLES` set) the entry runs as compiled
+ * beside the test files (scripts/bundle-tests.mjs), without tsx.
  */
 export function spawnService(
   env: Record<string, string>,
@@ -28,13 +29,19 @@ export function spawnService(
   // The run's replica names the run's own database: a child on another database gets none unless told.
   if (env.DATABASE_READ_URL === undefined) delete full.DATABASE_READ_URL;
   // From another working directory (its own .env), tsx and the entry by where they are.
-  const [program, ...args] = command ?? [process.execPath, '--import', import.meta.resolve('tsx'), join(ROOT, entry)];
+  const [program, ...args] = command ?? entryCommand(entry);
   const child = spawn(program as string, args, { cwd, env: full });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return { process: child, stdout: () => stdout, stderr: () => stderr };
+}
+
+function entryCommand(entry: string): string[] {
+  if (process.env.TEST_BUNDLES === undefined)
+    return [process.execPath, '--import', import.meta.resolve('tsx'), join(ROOT, entry)];
+  return [process.execPath, join(ROOT, 'dist/tests', entry.replace(/\.ts$/, '.mjs'))];
 }
 
 /** Spawns the service and resolves once it prints where it listens (matching `ready`, whose group 1 is the URL). */

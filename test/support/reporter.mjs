@@ -71,7 +71,7 @@ async function* collectSkips(source, skipped) {
     } else if (event.type === 'test:pass' && data.skip !== undefined && data.skip !== false) {
       const around = (stacks.get(data.file) ?? []).slice(0, data.nesting);
       skipped.push({
-        file: data.file === undefined ? '' : relative(process.cwd(), data.file),
+        file: data.file === undefined ? '' : sourceOf(relative(process.cwd(), data.file)),
         name: [...around, data.name].join(' › '),
         suite: data.details?.type === 'suite',
         reason: typeof data.skip === 'string' && data.skip !== '' ? data.skip : 'no reason given',
@@ -79,6 +79,21 @@ async function* collectSkips(source, skipped) {
     }
     yield event;
   }
+}
+
+/**
+ * The source of a test file that `make test` runs compiled (scripts/bundle-tests.mjs): the name a reader looks for.
+ *
+ * @example
+ * sourceOf('dist/tests/test/api/orders.test.mjs'); // 'test/api/orders.test.ts'
+ * sourceOf('test/api/orders.test.ts');             // 'test/api/orders.test.ts'
+ *
+ * @param {string} file
+ * @returns {string}
+ */
+export function sourceOf(file) {
+  const compiled = /^dist\/tests\/(.+)\.mjs$/.exec(file);
+  return compiled === null ? file : `${compiled[1]}.ts`;
 }
 
 /**
