@@ -20,7 +20,8 @@ TESTS := $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(sort $(wildcard test/*/*.tes
 # ("ℹ tests N", "ℹ pass N", "ℹ fail N"). Both end with the skipped tests and why.
 REPORTERS := --test-reporter=./test/support/reporter.mjs --test-reporter-destination=stdout
 
-.PHONY: run build test test-stress typecheck statement-types lint format clean bench bench-ab bench-hostile
+.PHONY: run build test test-stress typecheck statement-types lint format clean bench bench-ab bench-hostile \
+  bench-overload
 
 node_modules/.package-lock.json: package.json package-lock.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
@@ -155,6 +156,11 @@ bench: dist/orders.mjs $(BENCH_PACKAGES)
 # CPU per request before and after, from the same run.
 bench-ab: node_modules/.package-lock.json $(BENCH_PACKAGES)
 	node --import tsx bench/ab.ts
+
+# The overload of contract §14 (bench/overload.ts): the built program and the peers under an open-loop load at 1×, 2×
+# and 4× the service's sustainable rate, on DATABASE_URL (a real server).
+bench-overload: dist/orders.mjs $(BENCH_PACKAGES)
+	node --import tsx bench/overload.ts
 
 # What the attacks of contract §11 cost the built program (bench/hostile.ts): each on a server of its own, its
 # answers, peak RSS, CPU time and the slowest /healthz of another client meanwhile. PROGRAM=… measures another build.

@@ -1,0 +1,187 @@
+/**
+ * `make bench-overload` (contract §14, "Overload"): the built program and the peers under an open-loop load
+ * (bench/open-loop.mjs: a constant arrival rate, coordinated omission corrected, a client time-out) at 1×, 2× and
+ * 4× the service's sustainable rate, for GET by id, the pending list and a keyed POST, on the benchmark database of
+ * DATABASE_URL (a real server: the peers need one), every feature on as in `make bench`.
+ *
+ * The sustainable rate of a scenario is the service's throughput under `make bench`'s closed loop (bench/load.mjs,
+ * 32 connections): what it completes when every client waits for its answer. Each target then gets the same
+ * offered rates. Printed per row: the rate offered, the goodput (answers 2xx or 304 within the client's time-out,
+ * a second) and its share of the scenario's peak, p50 and p99 of those answers and the p99's multiple of its value at
+ * 1×, the requests refused with 503 (how many carried Retry-After, and how fast they came), those the client gave up
+ * on or lost, the slowest answer to /healthz, /readyz and /metrics asked every 100 ms meanwhile (the service only)
+ * and the server's resident set at the start, at most and at the end. Also written to bench/results/overload.json.
+ *
+ * Environment: BENCH_ORDERS (100000), BENCH_OVERLOAD_SECONDS (10, each run), BENCH_OVERLOAD_TIMEOUT_MS (1000, the
+ * client's time-out), BENCH_OVERLOAD_FACTORS (1,2,4), BENCH_OVERLOAD_SCENARIOS (1,2,4), BENCH_PEERS (fastify,hono).
+ * The generator shares the machine with the servers: at rates it cannot offer (it says so: "offered" below the
+ * rate asked) the row measures the generator, not the server.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { JSON_TYPE, LIST, ORDER_BODY, prepare, serviceLoads } from './prepare.ts';
+import { loader, loadTool, shebangFlags, startProcess, stopProcess, type Target } from './processes.ts';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const RESULTS = `${ROOT}bench/results`;
+const env = (name: string, fallback: string) => process.env[name] ?? fallback;
+const databaseUrl = process.env.DATABASE_URL;
+if (databaseUrl === undefined || databaseUrl === '' || databaseUrl === 'memory:') {
+  process.stderr.write('bench-overload: set DATABASE_URL to a real PostgreSQL server (the peers need one)\n');
+  process.exit(2);
+}
+const SECONDS = Number(env('BENCH_OVERLOAD_SECONDS', '10'));
+const TIMEOUT_MS = Number(env('BENCH_OVERLOAD_TIMEOUT_MS', '1000'));
+const FACTORS = env('BENCH_OVERLOAD_FACTORS', '1,2,4').split(',').map(Number);
+const SCENARIOS = env('BENCH_OVERLOAD_SCENARIOS', '1,2,4').split(',');
+const PEERS = [
+  { id: 'fastify', label: 'Fastify 5', script: 'bench/peers/fastify.mjs' },
+  { id: 'hono', label: 'Hono 4', script: 'bench/peers/hono.mjs' },
+].filter((p) => env('BENCH_PEERS', 'fastify,hono').split(',').includes(p.id));
+
+/** One open-loop run's result, as bench/open-loop.mjs prints it. */
+interface OpenLoopResult {
+  offered: number;
+  goodput: number;
+  p50: number | null;
+  p99: number | null;
+  shed: number;
+  shedP99: number | null;
+  shedWithRetryAfter: number;
+  otherStatuses: Record<string, number>;
+  timedOut: number;
+  errors: number;
+  probeMax: number | null;
+  probeFailures: number;
+  rssFirstMb: number | null;
+  rssMaxMb: number | null;
+  rssLastMb: number | null;
+}
+
+interface Contender {
+  label: string;
+  target: Target;
+  load: Record<string, unknown>;
+  probes: string[];
+}
+
+async function openLoop(c: Contender, rate: number): Promise<OpenLoopResult> {
+  const child = spawn(
+    process.execPath,
+    [
+      'bench/open-loop.mjs',
+      JSON.stringify({
+        url: c.target.url,
+        headers: {},
+        ...c.load,
+        rate,
+        durationSeconds: SECONDS,
+        timeoutMs: TIMEOUT_MS,
+        probes: c.probes,
+        pid: c.target.pid,
+      }),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`open-loop generator exited with ${code}`);
+  return JSON.parse(out) as OpenLoopResult;
+}
+
+const cell = (value: number | null | undefined, digits = 0) =>
+  value === null || value === undefined ? '–' : value.toFixed(digits);
+
+async function main(): Promise<void> {
+  const prepared = await prepare(databaseUrl, 'data-bench', Number(env('BENCH_ORDERS', '100000')));
+  const children: ChildProcess[] = [];
+  try {
+    const { child: server, match } = await startProcess(
+      [...shebangFlags(`${ROOT}dist/orders.mjs`), 'dist/orders.mjs'],
+      // Every feature on, a rate limit no run reaches; the generator's sockets all come from one address.
+      { PORT: '0', RATE_LIMIT: '1000000000/60', LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: '1024' },
+      /listening on (http:\/\/\S+)/,
+      'stderr',
+      '/dev/null',
+    );
+    children.push(server);
+    const service: Target = { url: match[1] as string, pid: server.pid as number, application: 'orders' };
+    const peers: Target[] = [];
+    for (const p of PEERS) {
+      const started = await startProcess(
+        [p.script],
+        { PORT: '0', DATABASE_URL: databaseUrl },
+        /listening on (http:\/\/\S+) \(driver: (.*)\)\n/,
+        'stdout',
+      );
+      children.push(started.child);
+      peers.push({ url: started.match[1] as string, pid: started.child.pid as number });
+    }
+    const loads = serviceLoads(prepared, '');
+    const peerLoads: Record<string, Record<string, unknown>> = {
+      '1': { method: 'GET', paths: prepared.orderIds.map((id) => `/orders/${id}`) },
+      '2': { method: 'GET', paths: [LIST] },
+      '4': { method: 'POST', paths: ['/orders'], freshIdempotencyKey: true, headers: JSON_TYPE, body: ORDER_BODY },
+    };
+    const closedLoop = loader(loadTool(), { connections: 32, warmupSeconds: 2, durationSeconds: 5 }, databaseUrl);
+    const report: Record<string, unknown>[] = [];
+    for (const scenario of SCENARIOS) {
+      const own = loads[scenario as '1' | '2' | '4'];
+      const peerLoad = peerLoads[scenario];
+      if (own === undefined || peerLoad === undefined) throw new Error(`bench-overload: no scenario ${scenario}`);
+      const sustainable = (await closedLoop(service, own)).rps;
+      process.stderr.write(`bench-overload: scenario ${scenario}: sustainable ${Math.round(sustainable)} req/s\n`);
+      const contenders: Contender[] = [
+        { label: 'service', target: service, load: own, probes: ['/healthz', '/readyz', '/metrics'] },
+        ...peers.map((target, i) => ({ label: PEERS[i]!.label, target, load: peerLoad, probes: [] })),
+      ];
+      for (const c of contenders) {
+        const rows: Record<string, unknown>[] = [];
+        for (const factor of FACTORS) {
+          process.stderr.write(`bench-overload: scenario ${scenario}, ${c.label}, ${factor}×…\n`);
+          rows.push({ factor, rate: Math.round(sustainable * factor), ...(await openLoop(c, sustainable * factor)) });
+        }
+        report.push({ scenario, target: c.label, sustainable: Math.round(sustainable), rows });
+      }
+    }
+    print(report);
+    mkdirSync(RESULTS, { recursive: true });
+    writeFileSync(
+      `${RESULTS}/overload.json`,
+      `${JSON.stringify({ when: new Date().toISOString(), report }, null, 2)}\n`,
+    );
+  } finally {
+    for (const child of children) await stopProcess(child);
+  }
+}
+
+function print(report: Record<string, unknown>[]): void {
+  const lines = [
+    `open loop, ${SECONDS} s a run, client time-out ${TIMEOUT_MS} ms; latencies in ms from when each request was due`,
+    '| scenario | target | × | offered/s | goodput/s | of peak | p50 | p99 | p99 ÷ 1× | 503 | 503 p99 | ' +
+      'with Retry-After | gave up | errors | probes max | RSS MB start/max/end |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const entry of report) {
+    const rows = entry.rows as (OpenLoopResult & { factor: number })[];
+    const peak = Math.max(...rows.map((r) => r.goodput));
+    const base = rows.find((r) => r.factor === 1)?.p99 ?? null;
+    for (const r of rows) {
+      const others = Object.values(r.otherStatuses).reduce((a, b) => a + b, 0);
+      lines.push(
+        `| ${entry.scenario} | ${entry.target} | ${r.factor} | ${r.offered} | ${r.goodput} | ` +
+          `${cell((100 * r.goodput) / peak)} % | ${cell(r.p50, 1)} | ${cell(r.p99, 1)} | ` +
+          `${base === null || r.p99 === null ? '–' : cell(r.p99 / base, 2)} | ${r.shed} | ${cell(r.shedP99, 1)} | ` +
+          `${r.shedWithRetryAfter} | ${r.timedOut} | ${r.errors + others} | ` +
+          `${r.probeFailures > 0 ? `${r.probeFailures} failed, ` : ''}${cell(r.probeMax, 1)} | ` +
+          `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} |`,
+      );
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+await main();
