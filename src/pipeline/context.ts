@@ -1,5 +1,4 @@
 /** What the pipeline hands a route's handler, and what a route declares of itself. */
-import type { AdmissionOptions } from '../http/admission.ts';
 import type { CursorKeys } from '../db/keys.ts';
 import type { Authenticator, Principal } from '../auth/authenticator.ts';
 import type { Scope } from '../auth/tokens.ts';
@@ -46,8 +45,6 @@ export interface Tuning {
   readonly redisKeyPrefix?: string;
   /** The read replica's monitor poll, in ms (`REPLICA_POLL_MS`). */
   readonly replicaPollMs?: number;
-  /** Overload's admission (src/http/admission.ts), over its defaults. */
-  readonly admission?: Partial<AdmissionOptions>;
 }
 
 /** The read replica and the positions of the last writes (src/replica/). */
@@ -114,8 +111,6 @@ export interface RouteSpec {
   readonly rateLimited?: boolean | 'never' | 'unless-token';
   /** `true`: a GET or HEAD may read from the replica; tokens, idempotency keys, events and webhooks never do. */
   readonly replica?: boolean;
-  /** `'exempt'`: never waits for a turn under overload (health, readiness, metrics: contract §14). */
-  readonly overload?: 'exempt';
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /** `true`: the handler refuses (4xx) only before its first write, so a keyed POST needs no savepoint. */

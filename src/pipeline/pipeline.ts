@@ -3,7 +3,7 @@
  * here, so none can skip a cross-cutting rule (contract §5–§13, §16, §17). Outer to inner:
  *
  *   observe → cors → compression → fields → address limit → problems → deadline
- *   → route → negotiate → authorize → work: [body → admission → replica → preconditions
+ *   → route → negotiate → authorize → work: [body → replica → preconditions
  *   → idempotency → conditional → handler]
  *
  * A stage's decision for the stages inside it is an exchange field it writes before `next()` (exchange.ts);
@@ -12,7 +12,6 @@
  * The problems stage turns every error below it into an answer, so the stages outside it always see a
  * `Response`. docs/architecture.md draws a GET and a keyed POST.
  */
-import { ADMISSION_DEFAULTS, type AdmissionClock, createAdmission } from '../http/admission.ts';
 import type { ClientInfo } from '../http/client-info.ts';
 import { corsPolicy } from '../http/cors.ts';
 import { trustedProxies } from '../http/client-address.ts';
@@ -23,7 +22,6 @@ import { compose, type Stage } from './compose.ts';
 import type { RouteSpec, Services } from './context.ts';
 import { planned, type PlannedRoute } from './plan.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
-import { admission } from './stages/admission.ts';
 import { authorize } from './stages/authorize.ts';
 import { databaseDeadline, requestBody, work } from './stages/body.ts';
 import type { Answer } from './answer.ts';
@@ -49,13 +47,6 @@ export type App = ((request: Request, client: ClientInfo) => Promise<Response>) 
 export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
-
-/** Admission's clock and timer: the process's. */
-const TIMERS: AdmissionClock = {
-  now: () => performance.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
-  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
-};
 
 /** The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. */
 const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
@@ -85,11 +76,9 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes, shareOf(config.bodyBudgetBytes, config.maxBodyBytes));
-  const gate = createAdmission({ ...ADMISSION_DEFAULTS, ...given.tuning?.admission }, TIMERS);
   // The body and database stages, run by the work stage under the request's clock.
   const inner = compose<Exchange>([
     requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
-    admission(gate),
     replicaReads(given.reads, database, log),
     preconditions(),
     idempotency(),
