@@ -22,13 +22,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { JSON_TYPE, LIST, ORDER_BODY, prepare, serviceLoads } from './prepare.ts';
-import { loader, loadTool, shebangFlags, startProcess, stopProcess, type Target } from './processes.ts';
+import { loader, loadTool, shebangFlags, startPeers, startProcess, stopProcess, type Target } from './processes.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const RESULTS = `${ROOT}bench/results`;
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
-const databaseUrl = process.env.DATABASE_URL;
-if (databaseUrl === undefined || databaseUrl === '' || databaseUrl === 'memory:') {
+const databaseUrl = process.env.DATABASE_URL ?? '';
+if (databaseUrl === '' || databaseUrl === 'memory:') {
   process.stderr.write('bench-overload: set DATABASE_URL to a real PostgreSQL server (the peers need one)\n');
   process.exit(2);
 }
@@ -36,11 +36,6 @@ const SECONDS = Number(env('BENCH_OVERLOAD_SECONDS', '10'));
 const TIMEOUT_MS = Number(env('BENCH_OVERLOAD_TIMEOUT_MS', '1000'));
 const FACTORS = env('BENCH_OVERLOAD_FACTORS', '1,2,4').split(',').map(Number);
 const SCENARIOS = env('BENCH_OVERLOAD_SCENARIOS', '1,2,4').split(',');
-const PEERS = [
-  { id: 'fastify', label: 'Fastify 5', script: 'bench/peers/fastify.mjs' },
-  { id: 'hono', label: 'Hono 4', script: 'bench/peers/hono.mjs' },
-].filter((p) => env('BENCH_PEERS', 'fastify,hono').split(',').includes(p.id));
-
 /** One open-loop run's result, as bench/open-loop.mjs prints it. */
 interface OpenLoopResult {
   offered: number;
@@ -109,17 +104,8 @@ async function main(): Promise<void> {
     );
     children.push(server);
     const service: Target = { url: match[1] as string, pid: server.pid as number, application: 'orders' };
-    const peers: Target[] = [];
-    for (const p of PEERS) {
-      const started = await startProcess(
-        [p.script],
-        { PORT: '0', DATABASE_URL: databaseUrl },
-        /listening on (http:\/\/\S+) \(driver: (.*)\)\n/,
-        'stdout',
-      );
-      children.push(started.child);
-      peers.push({ url: started.match[1] as string, pid: started.child.pid as number });
-    }
+    const peers = await startPeers(databaseUrl);
+    children.push(...peers.map((p) => p.child));
     const loads = serviceLoads(prepared, '');
     const peerLoads: Record<string, Record<string, unknown>> = {
       '1': { method: 'GET', paths: prepared.orderIds.map((id) => `/orders/${id}`) },
@@ -136,7 +122,7 @@ async function main(): Promise<void> {
       process.stderr.write(`bench-overload: scenario ${scenario}: sustainable ${Math.round(sustainable)} req/s\n`);
       const contenders: Contender[] = [
         { label: 'service', target: service, load: own, probes: ['/healthz', '/readyz', '/metrics'] },
-        ...peers.map((target, i) => ({ label: PEERS[i]!.label, target, load: peerLoad, probes: [] })),
+        ...peers.map((target) => ({ label: target.label, target, load: peerLoad, probes: [] })),
       ];
       for (const c of contenders) {
         const rows: Record<string, unknown>[] = [];

@@ -152,3 +152,40 @@ export const loader =
     if (code !== 0) throw new Error(`load generator exited with ${code}`);
     return JSON.parse(out) as LoadResult;
   };
+
+/** The peers of contract §14: one script each around bench/peers/common.mjs. */
+export const PEERS = [
+  { id: 'fastify', label: 'Fastify 5', script: 'bench/peers/fastify.mjs' },
+  { id: 'hono', label: 'Hono 4', script: 'bench/peers/hono.mjs' },
+].filter((p) => (process.env.BENCH_PEERS ?? 'fastify,hono').split(',').includes(p.id));
+
+export interface Peer extends Target {
+  id: string;
+  label: string;
+  child: ChildProcess;
+  /** The driver it loaded, as it says when listening. */
+  driver: string;
+}
+
+/** Starts the peers of BENCH_PEERS, each on a port of its own, on `peerDatabaseUrl`. */
+export async function startPeers(peerDatabaseUrl: string): Promise<Peer[]> {
+  const peers: Peer[] = [];
+  // One after the other: the first creates the peer_* tables both use.
+  for (const p of PEERS) {
+    const { child, match } = await startProcess(
+      [p.script],
+      { PORT: '0', DATABASE_URL: peerDatabaseUrl },
+      /listening on (http:\/\/\S+) \(driver: (.*)\)\n/,
+      'stdout',
+    );
+    peers.push({
+      ...p,
+      child,
+      url: match[1] as string,
+      pid: child.pid as number,
+      application: `bench-peer-${p.id}`,
+      driver: match[2] as string,
+    });
+  }
+  return peers;
+}

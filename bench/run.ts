@@ -48,7 +48,9 @@ import {
   loader,
   loadTool,
   peakRss,
+  type Peer,
   shebangFlags,
+  startPeers,
   startProcess,
   stopProcess,
   type Load,
@@ -100,20 +102,6 @@ const ROUND_TRIP_WARMUP = 40;
 /** The service's connections name themselves so (src/db/connection.ts); the peers `bench-peer-<id>`. */
 const SERVICE_APPLICATION = 'orders';
 
-/** The peers of contract §14: one script each around bench/peers/common.mjs. */
-const PEERS = [
-  { id: 'fastify', label: 'Fastify 5', script: 'bench/peers/fastify.mjs' },
-  { id: 'hono', label: 'Hono 4', script: 'bench/peers/hono.mjs' },
-].filter((p) => (process.env.BENCH_PEERS ?? 'fastify,hono').split(',').includes(p.id));
-
-interface Peer extends Target {
-  id: string;
-  label: string;
-  child: ChildProcess;
-  /** The driver it loaded, as it says when listening. */
-  driver: string;
-}
-
 /** One participant of a round: the row it fills, where it is served and what load it gets. */
 interface Contender {
   row: string;
@@ -137,28 +125,6 @@ async function inRounds(load: Load, contenders: Contender[], rounds: number): Pr
     }
   }
   return results;
-}
-
-async function startPeers(peerDatabaseUrl: string): Promise<Peer[]> {
-  const peers: Peer[] = [];
-  // One after the other: the first creates the peer_* tables both use.
-  for (const p of PEERS) {
-    const { child, match } = await startProcess(
-      [p.script],
-      { PORT: '0', DATABASE_URL: peerDatabaseUrl },
-      /listening on (http:\/\/\S+) \(driver: (.*)\)\n/,
-      'stdout',
-    );
-    peers.push({
-      ...p,
-      child,
-      url: match[1] as string,
-      pid: child.pid as number,
-      application: `bench-peer-${p.id}`,
-      driver: match[2] as string,
-    });
-  }
-  return peers;
 }
 
 /** The server's command line: the built program with the flags of its #! line (scripts/build.mjs). */

@@ -22,7 +22,7 @@ import { build } from 'esbuild';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
 /** Where the compiled files go (dist/ is ignored by git and removed by `make clean`). */
-export const OUT = join(ROOT, 'dist/tests');
+const OUT = join(ROOT, 'dist/tests');
 
 /** Replaces each module's `import.meta` file locations by its source's, so that the bundle reads what it read. */
 const sourceLocations = {
