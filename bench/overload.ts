@@ -10,12 +10,15 @@
  * a second) and its share of the scenario's peak, p50 and p99 of those answers and the p99's multiple of its value at
  * 1×, the requests refused with 503 (how many carried Retry-After, and how fast they came), those the client gave up
  * on or lost, the slowest answer to /healthz, /readyz and /metrics asked every 100 ms meanwhile (the service only)
- * and the server's resident set at the start, at most and at the end. Also written to bench/results/overload.json.
+ * the server's resident set at the start, at most and at the end, and the generator's own worst lag. Also written to
+ * bench/results/overload.json.
  *
  * Environment: BENCH_ORDERS (100000), BENCH_OVERLOAD_SECONDS (10, each run), BENCH_OVERLOAD_TIMEOUT_MS (1000, the
- * client's time-out), BENCH_OVERLOAD_FACTORS (1,2,4), BENCH_OVERLOAD_SCENARIOS (1,2,4), BENCH_PEERS (fastify,hono).
+ * client's time-out), BENCH_OVERLOAD_FACTORS (1,2,4), BENCH_OVERLOAD_SCENARIOS (1,2,4), BENCH_PEERS (fastify,hono),
+ * BENCH_OVERLOAD_SOCKETS (1024, the generator's connections), BENCH_PROFILE (1: the server's CPU profile).
  * The generator shares the machine with the servers: at rates it cannot offer (it says so: "offered" below the
- * rate asked) the row measures the generator, not the server.
+ * rate asked, or a lag of its own) the row measures the generator, not the server. The service's per-address cap on
+ * connections is raised above the generator's, whose connections all come from one address.
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -36,6 +39,7 @@ const SECONDS = Number(env('BENCH_OVERLOAD_SECONDS', '10'));
 const TIMEOUT_MS = Number(env('BENCH_OVERLOAD_TIMEOUT_MS', '1000'));
 const FACTORS = env('BENCH_OVERLOAD_FACTORS', '1,2,4').split(',').map(Number);
 const SCENARIOS = env('BENCH_OVERLOAD_SCENARIOS', '1,2,4').split(',');
+const SOCKETS = Number(env('BENCH_OVERLOAD_SOCKETS', '1024'));
 /** One open-loop run's result, as bench/open-loop.mjs prints it. */
 interface OpenLoopResult {
   offered: number;
@@ -50,6 +54,7 @@ interface OpenLoopResult {
   errors: number;
   probeMax: number | null;
   probeFailures: number;
+  generatorTickMax: number | null;
   rssFirstMb: number | null;
   rssMaxMb: number | null;
   rssLastMb: number | null;
@@ -74,6 +79,7 @@ async function openLoop(c: Contender, rate: number): Promise<OpenLoopResult> {
         rate,
         durationSeconds: SECONDS,
         timeoutMs: TIMEOUT_MS,
+        sockets: SOCKETS,
         probes: c.probes,
         pid: c.target.pid,
       }),
@@ -94,10 +100,12 @@ async function main(): Promise<void> {
   const prepared = await prepare(databaseUrl, 'data-bench', Number(env('BENCH_ORDERS', '100000')));
   const children: ChildProcess[] = [];
   try {
+    // BENCH_PROFILE=1 writes the server's CPU profile to bench/results/profile/ on exit.
+    const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
     const { child: server, match } = await startProcess(
-      [...shebangFlags(`${ROOT}dist/orders.mjs`), 'dist/orders.mjs'],
+      [...shebangFlags(`${ROOT}dist/orders.mjs`), ...profile, 'dist/orders.mjs'],
       // Every feature on, a rate limit no run reaches; the generator's sockets all come from one address.
-      { PORT: '0', RATE_LIMIT: '1000000000/60', LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: '1024' },
+      { PORT: '0', RATE_LIMIT: '1000000000/60', LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: String(SOCKETS + 64) },
       /listening on (http:\/\/\S+)/,
       'stderr',
       '/dev/null',
@@ -148,8 +156,8 @@ function print(report: Record<string, unknown>[]): void {
   const lines = [
     `open loop, ${SECONDS} s a run, client time-out ${TIMEOUT_MS} ms; latencies in ms from when each request was due`,
     '| scenario | target | × | offered/s | goodput/s | of peak | p50 | p99 | p99 ÷ 1× | 503 | 503 p99 | ' +
-      'with Retry-After | gave up | errors | probes max | RSS MB start/max/end |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      'with Retry-After | gave up | errors | probes max | RSS MB start/max/end | generator lag max |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const entry of report) {
     const rows = entry.rows as (OpenLoopResult & { factor: number })[];
@@ -163,7 +171,7 @@ function print(report: Record<string, unknown>[]): void {
           `${base === null || r.p99 === null ? '–' : cell(r.p99 / base, 2)} | ${r.shed} | ${cell(r.shedP99, 1)} | ` +
           `${r.shedWithRetryAfter} | ${r.timedOut} | ${r.errors + others} | ` +
           `${r.probeFailures > 0 ? `${r.probeFailures} failed, ` : ''}${cell(r.probeMax, 1)} | ` +
-          `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} |`,
+          `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} | ${cell(r.generatorTickMax, 1)} |`,
       );
     }
   }
