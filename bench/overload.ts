@@ -93,6 +93,14 @@ async function openLoop(c: Contender, rate: number): Promise<OpenLoopResult> {
   return JSON.parse(out) as OpenLoopResult;
 }
 
+/** The service's refusals under overload so far, by what refused them (GET /metrics). */
+async function refusedBy(url: string): Promise<{ loop: number; turns: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const count = (by: string) =>
+    Number(new RegExp(`^orders_overload_refused_total\\{by="${by}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { loop: count('loop'), turns: count('turns') };
+}
+
 const cell = (value: number | null | undefined, digits = 0) =>
   value === null || value === undefined ? '–' : value.toFixed(digits);
 
@@ -136,7 +144,14 @@ async function main(): Promise<void> {
         const rows: Record<string, unknown>[] = [];
         for (const factor of FACTORS) {
           process.stderr.write(`bench-overload: scenario ${scenario}, ${c.label}, ${factor}×…\n`);
-          rows.push({ factor, rate: Math.round(sustainable * factor), ...(await openLoop(c, sustainable * factor)) });
+          const before = c.label === 'service' ? await refusedBy(c.target.url) : undefined;
+          const result = await openLoop(c, sustainable * factor);
+          const after = before === undefined ? undefined : await refusedBy(c.target.url);
+          const by =
+            before === undefined || after === undefined
+              ? undefined
+              : { loop: after.loop - before.loop, turns: after.turns - before.turns };
+          rows.push({ factor, rate: Math.round(sustainable * factor), ...result, ...(by ? { refusedBy: by } : {}) });
         }
         report.push({ scenario, target: c.label, sustainable: Math.round(sustainable), rows });
       }
@@ -155,12 +170,12 @@ async function main(): Promise<void> {
 function print(report: Record<string, unknown>[]): void {
   const lines = [
     `open loop, ${SECONDS} s a run, client time-out ${TIMEOUT_MS} ms; latencies in ms from when each request was due`,
-    '| scenario | target | × | offered/s | goodput/s | of peak | p50 | p99 | p99 ÷ 1× | 503 | 503 p99 | ' +
+    '| scenario | target | × | offered/s | goodput/s | of peak | p50 | p99 | p99 ÷ 1× | 503 (loop/turns) | 503 p99 | ' +
       'with Retry-After | gave up | errors | probes max | RSS MB start/max/end | generator lag max |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const entry of report) {
-    const rows = entry.rows as (OpenLoopResult & { factor: number })[];
+    const rows = entry.rows as (OpenLoopResult & { factor: number; refusedBy?: { loop: number; turns: number } })[];
     const peak = Math.max(...rows.map((r) => r.goodput));
     const base = rows.find((r) => r.factor === 1)?.p99 ?? null;
     for (const r of rows) {
@@ -168,7 +183,8 @@ function print(report: Record<string, unknown>[]): void {
       lines.push(
         `| ${entry.scenario} | ${entry.target} | ${r.factor} | ${r.offered} | ${r.goodput} | ` +
           `${cell((100 * r.goodput) / peak)} % | ${cell(r.p50, 1)} | ${cell(r.p99, 1)} | ` +
-          `${base === null || r.p99 === null ? '–' : cell(r.p99 / base, 2)} | ${r.shed} | ${cell(r.shedP99, 1)} | ` +
+          `${base === null || r.p99 === null ? '–' : cell(r.p99 / base, 2)} | ${r.shed}` +
+          `${r.refusedBy ? ` (${r.refusedBy.loop}/${r.refusedBy.turns})` : ''} | ${cell(r.shedP99, 1)} | ` +
           `${r.shedWithRetryAfter} | ${r.timedOut} | ${r.errors + others} | ` +
           `${r.probeFailures > 0 ? `${r.probeFailures} failed, ` : ''}${cell(r.probeMax, 1)} | ` +
           `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} | ${cell(r.generatorTickMax, 1)} |`,

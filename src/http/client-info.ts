@@ -1,5 +1,6 @@
 /** What a request's handler is told of its client by the node bridge (node-adapter.ts). */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 
 export interface ClientInfo {
   /** The peer's address, for per-client rate limits and logs. */
@@ -13,6 +14,8 @@ export interface ClientInfo {
   gone?(listener: () => void): void;
   /** Admitted into the reserve for health checks (contract §11): serves `/healthz` and `/readyz` only, then closes. */
   readonly healthOnly?: boolean;
+  /** Whether the connection has closed already (the client gave up before its request was served). */
+  departed?(): boolean;
 }
 
 /** The `ClientInfo` of one request; its 'close' calls `left()`. A class: every request makes one, with no closure. */
@@ -20,12 +23,18 @@ export class Client implements ClientInfo {
   readonly remoteAddress: string;
   path = '';
   #listener: (() => void) | undefined;
+  readonly #socket: Socket;
 
   constructor(
     req: IncomingMessage,
     readonly healthOnly = false,
   ) {
+    this.#socket = req.socket;
     this.remoteAddress = req.socket.remoteAddress ?? '';
+  }
+
+  departed(): boolean {
+    return this.#socket.destroyed;
   }
 
   gone(listener: () => void): void {

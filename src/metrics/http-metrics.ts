@@ -28,6 +28,8 @@ const METHODS: ReadonlySet<string> = new Set([
 
 export type Limiter = 'user' | 'address';
 export type ConnectionCap = 'process' | 'address';
+/** What refused a request under overload (contract §14): the event loop's delay, or the database's turns. */
+export type Shed = 'loop' | 'turns';
 
 /** The HTTP server's connection and body figures, read at each scrape. */
 export interface ConnectionGauges {
@@ -35,6 +37,8 @@ export interface ConnectionGauges {
   readonly connections: () => number;
   /** Bytes the request bodies in flight hold now (against `BODY_BUDGET_BYTES`). */
   readonly bodyBytes: () => number;
+  /** The database's turns (src/http/admission.ts): held now, and the limit now. */
+  readonly turns?: () => { readonly inFlight: number; readonly limit: number };
 }
 
 export interface HttpMetrics {
@@ -47,6 +51,8 @@ export interface HttpMetrics {
   rateLimited(limiter: Limiter): void;
   /** Counts one connection closed as it arrived, past the process's cap or its client address's. */
   connectionRefused(cap: ConnectionCap): void;
+  /** Counts one request refused with 503 under overload, by what refused it. */
+  shed(by: Shed): void;
   /** Where the gauges of connections and bodies are read at a scrape: the HTTP server's, once it is made. */
   watch(gauges: ConnectionGauges): void;
   /** The figures so far as plain data (src/metrics/snapshot.ts), the families of `HTTP_FAMILIES`. */
@@ -83,6 +89,13 @@ export const HTTP_FAMILIES: readonly FamilyDoc[] = [
       'MAX_CONNECTIONS; address: MAX_CONNECTIONS_PER_ADDRESS).',
   },
   {
+    name: 'orders_overload_refused_total',
+    type: 'counter',
+    help:
+      'Requests refused with 503 under overload (contract §14), by what refused them (loop: the event loop was ' +
+      "saturated; turns: the database's turns were all taken).",
+  },
+  {
     name: 'orders_connections_open',
     type: 'gauge',
     help: "HTTP connections open now; with WORKERS=N, the workers' sum.",
@@ -91,6 +104,18 @@ export const HTTP_FAMILIES: readonly FamilyDoc[] = [
     name: 'orders_request_body_bytes',
     type: 'gauge',
     help: 'Bytes held by the request bodies being read or handled now (of BODY_BUDGET_BYTES each process).',
+  },
+  {
+    name: 'orders_database_turns',
+    type: 'gauge',
+    help: 'Requests doing their database work now, waiting for a connection included.',
+  },
+  {
+    name: 'orders_database_turns_limit',
+    type: 'gauge',
+    help:
+      'The most requests let do their database work at once now: their completion rate times 100 ms, 128 at ' +
+      'least.',
   },
 ];
 
@@ -118,6 +143,7 @@ export function createHttpMetrics(): HttpMetrics {
   const routes = new Map<string, RouteSeries>();
   const refused = { user: 0, address: 0 };
   const connections = { process: 0, address: 0 };
+  const shed = { loop: 0, turns: 0 };
   let gauges: ConnectionGauges | undefined;
 
   const seriesOf = (pattern: string | undefined, method: string): MethodSeries => {
@@ -154,6 +180,9 @@ export function createHttpMetrics(): HttpMetrics {
     connectionRefused(cap) {
       connections[cap] += 1;
     },
+    shed(by) {
+      shed[by] += 1;
+    },
     watch(given) {
       gauges = given;
     },
@@ -174,6 +203,7 @@ export function createHttpMetrics(): HttpMetrics {
           };
         }
       }
+      const turns = gauges?.turns?.();
       // A new counter is one line here and one in HTTP_FAMILIES: merging and rendering know no family by name.
       return {
         counters: {
@@ -186,11 +216,17 @@ export function createHttpMetrics(): HttpMetrics {
             [labels({ cap: 'process' })]: connections.process,
             [labels({ cap: 'address' })]: connections.address,
           },
+          orders_overload_refused_total: {
+            [labels({ by: 'loop' })]: shed.loop,
+            [labels({ by: 'turns' })]: shed.turns,
+          },
         },
         histograms: { orders_http_request_duration_seconds: durations },
         gauges: {
           orders_connections_open: { '': gauges?.connections() ?? 0 },
           orders_request_body_bytes: { '': gauges?.bodyBytes() ?? 0 },
+          orders_database_turns: { '': turns?.inFlight ?? 0 },
+          orders_database_turns_limit: { '': turns?.limit ?? 0 },
         },
       };
     },

@@ -52,7 +52,8 @@ function problemsOf(route: DocumentedRoute, version: Version | undefined): Map<n
   for (const [status, slug] of doc.problems ?? []) add(status, slug);
   if (route.rateLimited !== 'never') add(429, 'rate-limited');
   add(500, 'internal');
-  if (route.pattern !== '/healthz' && route.pattern !== '/openapi.json') add(503, 'unavailable');
+  // The database unreachable, or the process overloaded (contract §14): all but liveness, which is never refused.
+  if (route.pattern !== '/healthz') add(503, 'unavailable');
   // contract §17: a write sent to the database and not answered.
   if (!safe && route.method !== 'OPTIONS') add(503, 'outcome-unknown');
   return problems;

@@ -47,6 +47,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     versioned: false,
     // contract §10: a load balancer's probes are never rate limited, so they never take a backend out.
     rateLimited: 'never',
+    overload: 'exempt',
     doc: {
       summary: 'Liveness: 200 while the process runs',
       description:
@@ -62,6 +63,7 @@ export const healthRoutes: readonly RouteSpec[] = [
     auth: 'public',
     versioned: false,
     rateLimited: 'never',
+    overload: 'exempt',
     doc: {
       summary: 'Readiness: 200 when the database answers and can take writes, else 503',
       description:

@@ -56,6 +56,7 @@ export const metricsRoute: RouteSpec = {
   versioned: false,
   // contract §13: open to anyone, a scrape is a request like any other; behind METRICS_TOKEN, never counted.
   rateLimited: 'unless-token',
+  overload: 'exempt',
   credential: checkMetricsToken,
   doc: {
     summary: 'Prometheus metrics',

@@ -1,4 +1,6 @@
 /** What the pipeline hands a route's handler, and what a route declares of itself. */
+import type { AdmissionOptions } from '../http/admission.ts';
+import type { LoopWatch } from '../http/loop-watch.ts';
 import type { CursorKeys } from '../db/keys.ts';
 import type { Authenticator, Principal } from '../auth/authenticator.ts';
 import type { Scope } from '../auth/tokens.ts';
@@ -45,6 +47,10 @@ export interface Tuning {
   readonly redisKeyPrefix?: string;
   /** The read replica's monitor poll, in ms (`REPLICA_POLL_MS`). */
   readonly replicaPollMs?: number;
+  /** What tells an overloaded event loop (`processLoop()`, the process's); `false`: none, nothing refused. */
+  readonly loopWatch?: LoopWatch | false;
+  /** Turns for the database work (src/http/admission.ts), over its defaults; `false`: none, nothing waits. */
+  readonly admission?: Partial<AdmissionOptions> | false;
 }
 
 /** The read replica and the positions of the last writes (src/replica/). */
@@ -111,6 +117,8 @@ export interface RouteSpec {
   readonly rateLimited?: boolean | 'never' | 'unless-token';
   /** `true`: a GET or HEAD may read from the replica; tokens, idempotency keys, events and webhooks never do. */
   readonly replica?: boolean;
+  /** `'exempt'`: served however overloaded the process is (health, readiness, metrics: contract §14). */
+  readonly overload?: 'exempt';
   /** contract §7: every POST takes an Idempotency-Key (`optional` by default); `required` on payments. */
   readonly idempotency?: 'optional' | 'required';
   /** `true`: the handler refuses (4xx) only before its first write, so a keyed POST needs no savepoint. */

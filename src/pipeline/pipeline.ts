@@ -2,8 +2,8 @@
  * The request pipeline: every route passes the same fixed list of stages (src/pipeline/stages/), built once
  * here, so none can skip a cross-cutting rule (contract §5–§13, §16, §17). Outer to inner:
  *
- *   observe → cors → compression → fields → address limit → problems → deadline
- *   → route → negotiate → authorize → work: [body → replica → preconditions
+ *   observe → cors → shedding → compression → fields → address limit → problems → deadline
+ *   → route → negotiate → authorize → work: [body → admission → replica → preconditions
  *   → idempotency → conditional → handler]
  *
  * A stage's decision for the stages inside it is an exchange field it writes before `next()` (exchange.ts);
@@ -33,6 +33,10 @@ import { representationFields } from './stages/fields.ts';
 import { idempotency } from './stages/idempotency.ts';
 import { addressLimit, createLimits } from './stages/limits.ts';
 import { observe } from './stages/observe.ts';
+import { shedding } from './stages/overload.ts';
+import { admission } from './stages/admission.ts';
+import { ADMISSION_DEFAULTS, type Admission, createAdmission } from '../http/admission.ts';
+import { processLoop } from '../http/loop-watch.ts';
 import { problems } from './stages/problems.ts';
 import { replicaReads } from './stages/replica.ts';
 import { negotiation, route } from './stages/route.ts';
@@ -41,6 +45,8 @@ import { negotiation, route } from './stages/route.ts';
 export type App = ((request: Request, client: ClientInfo) => Promise<Response>) & {
   /** The bytes of the bodies in flight, against `BODY_BUDGET_BYTES` (GET /metrics). */
   readonly bodies: BodyBudget;
+  /** The database's turns (GET /metrics); `undefined` when tuned off. */
+  readonly turns: Admission | undefined;
 };
 
 /** A request waits at most 5 s in all for the database, then gets 503. */
@@ -76,9 +82,13 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);
   const versions = versionPolicy(config);
   const bodies = createBodyBudget(config.bodyBudgetBytes, shareOf(config.bodyBudgetBytes, config.maxBodyBytes));
+  const turns = given.tuning?.admission;
+  const gate =
+    turns === false ? undefined : createAdmission({ ...ADMISSION_DEFAULTS, ...turns }, () => performance.now());
   // The body and database stages, run by the work stage under the request's clock.
   const inner = compose<Exchange>([
     requestBody({ maxBodyBytes: config.maxBodyBytes, bodyTimeoutMs: BODY_TIMEOUT_MS, budget: bodies }),
+    admission(gate, metrics),
     replicaReads(given.reads, database, log),
     preconditions(),
     idempotency(),
@@ -88,6 +98,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const run = compose<Exchange, Answer>([
     observe(log, metrics),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
+    shedding(given.tuning?.loopWatch === false ? undefined : (given.tuning?.loopWatch ?? processLoop()), metrics),
     compression(),
     representationFields(versions),
     addressLimit(limits),
@@ -99,5 +110,5 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     work(inner),
   ]);
   const app = async (request: Request, client: ClientInfo) => (await run(newExchange(request, client, parts))).response;
-  return Object.assign(app, { bodies });
+  return Object.assign(app, { bodies, turns: gate });
 }

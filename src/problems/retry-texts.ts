@@ -51,14 +51,18 @@ export const RETRY_TEXTS = {
   unavailable: {
     statuses: [503],
     meaning:
-      'The service cannot take the request right now: its database cannot be reached, or it is reading as many ' +
-      'request bodies as it holds at once. It recovers by itself.',
+      'The service cannot take the request right now: its database cannot be reached, it is at capacity, or it ' +
+      'is reading as many request bodies as it holds at once. It recovers by itself.',
     when: [
       'The database refuses or drops connections, is restarting or failing over, has no free connections, or ' +
         'does not answer within 5 seconds. The answer carries `Retry-After`.',
       'The request bodies being read or handled at once fill `BODY_BUDGET_BYTES` (contract §11): the request ' +
         'was refused before any of its body was read, nothing was done, and the connection is closed ' +
         '(`Retry-After: 1`).',
+      'More requests arrive than the service can serve (contract §14): the request was refused at once, before any ' +
+        'of its work was done, because the process was saturated and this client had sent at least its share of ' +
+        'the requests, or every turn for the database work was taken ("The service is at capacity"; ' +
+        '`Retry-After: 1`).',
       '`GET /readyz` answers it while the database does not answer.',
     ],
     whatToDo: [

@@ -33,7 +33,12 @@ export function createListener(
     ...(config.trustProxy === undefined ? {} : { sharedAddress: trustedProxies(config.trustProxy) }),
     onRefused: refusals(metrics, log),
   });
-  metrics.watch({ connections: () => server.connections, bodyBytes: () => app.bodies.held });
+  const { turns } = app;
+  metrics.watch({
+    connections: () => server.connections,
+    bodyBytes: () => app.bodies.held,
+    ...(turns === undefined ? {} : { turns: () => turns }),
+  });
   log.info('connections', {
     maxConnections: config.maxConnections,
     maxConnectionsPerAddress: config.maxConnectionsPerAddress,

@@ -71,7 +71,10 @@ describe('createHttpMetrics()', () => {
     metrics.connectionRefused('address');
     metrics.connectionRefused('address');
     metrics.connectionRefused('process');
-    metrics.watch({ connections: () => 7, bodyBytes: () => 1_048_576 });
+    metrics.shed('loop');
+    metrics.shed('turns');
+    metrics.shed('turns');
+    metrics.watch({ connections: () => 7, bodyBytes: () => 1_048_576, turns: () => ({ inFlight: 12, limit: 150 }) });
     const buckets = (label: string, method: string, counts: number[], sum: number) =>
       [
         ...counts.map((count, i) => {
@@ -109,6 +112,11 @@ describe('createHttpMetrics()', () => {
         '# TYPE orders_connections_refused_total counter\n',
         'orders_connections_refused_total{cap="process"} 1\n',
         'orders_connections_refused_total{cap="address"} 2\n',
+        '# HELP orders_overload_refused_total Requests refused with 503 under overload (contract §14), by what ' +
+          "refused them (loop: the event loop was saturated; turns: the database's turns were all taken).\n",
+        '# TYPE orders_overload_refused_total counter\n',
+        'orders_overload_refused_total{by="loop"} 1\n',
+        'orders_overload_refused_total{by="turns"} 2\n',
         "# HELP orders_connections_open HTTP connections open now; with WORKERS=N, the workers' sum.\n",
         '# TYPE orders_connections_open gauge\n',
         'orders_connections_open 7\n',
@@ -116,6 +124,13 @@ describe('createHttpMetrics()', () => {
           '(of BODY_BUDGET_BYTES each process).\n',
         '# TYPE orders_request_body_bytes gauge\n',
         'orders_request_body_bytes 1048576\n',
+        '# HELP orders_database_turns Requests doing their database work now, waiting for a connection included.\n',
+        '# TYPE orders_database_turns gauge\n',
+        'orders_database_turns 12\n',
+        '# HELP orders_database_turns_limit The most requests let do their database work at once now: their ' +
+          'completion rate times 100 ms, 128 at least.\n',
+        '# TYPE orders_database_turns_limit gauge\n',
+        'orders_database_turns_limit 150\n',
       ].join(''),
     );
   });

@@ -1,0 +1,87 @@
+/**
+ * contract §14, overload: how many requests may be doing their database work at once, counting those waiting in
+ * the driver's queue for a connection. A request past the limit is refused at once (503, `Retry-After`), none of its
+ * statements sent, so that a refusal costs its client no wait.
+ *
+ * The limit is Little's law: the requests the service completes per second, times the longest a request should take
+ * in there (`targetMs`). So many in flight drain within `targetMs` at the rate they complete now; more would only
+ * wait, past their clients' patience, in a queue no one bounds. It is the limit of TCP BBR and of Kratos's BBR
+ * limiter (the rate delivered times a time), with the time a target rather than the shortest seen. The rate is
+ * measured, whatever bounds it: the database, the pool, or the event loop when the process's CPU is the bottleneck.
+ * An adaptive limit learnt from latency (Netflix's Gradient2, tried and measured) read the event loop's delay as the
+ * database's and shrank to its floor under CPU load, which throttled the throughput it measured; a rate does not.
+ *
+ * Never below `floor`: a burst of clients, each waiting for its answer, queues briefly and is not refused.
+ * Pure: the clock is given.
+ */
+
+export interface AdmissionOptions {
+  /** The longest a request should be doing its database work, waits included. */
+  readonly targetMs: number;
+  /** The limit however slow the recent rate (an idle service, a burst). */
+  readonly floor: number;
+  /** How often the rate is measured. */
+  readonly windowMs: number;
+}
+
+export const ADMISSION_DEFAULTS: AdmissionOptions = { targetMs: 100, floor: 128, windowMs: 100 };
+
+export interface Admission {
+  /** A turn (`true`), given back with `release()`; `false`: refused, over the limit. */
+  acquire(): boolean;
+  release(): void;
+  /** For GET /metrics and tests. */
+  readonly limit: number;
+  readonly inFlight: number;
+  readonly refused: number;
+  /** Requests completed per second, as last measured. */
+  readonly rate: number;
+}
+
+export function createAdmission(options: AdmissionOptions, now: () => number): Admission {
+  const { targetMs, floor, windowMs } = options;
+  let inFlight = 0;
+  let refused = 0;
+  let rate = 0;
+  let limit = floor;
+  let windowStart = now();
+  let completed = 0;
+
+  /** A new window's rate, averaged with the last (half each: a pause of one window does not halve the limit). */
+  function measure(at: number) {
+    const elapsed = at - windowStart;
+    if (elapsed < windowMs) return;
+    rate = (rate + (completed * 1000) / elapsed) / 2;
+    limit = Math.max(floor, Math.ceil((rate * targetMs) / 1000));
+    windowStart = at;
+    completed = 0;
+  }
+
+  return {
+    acquire() {
+      measure(now());
+      if (inFlight >= limit) {
+        refused += 1;
+        return false;
+      }
+      inFlight += 1;
+      return true;
+    },
+    release() {
+      inFlight -= 1;
+      completed += 1;
+    },
+    get limit() {
+      return limit;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    get refused() {
+      return refused;
+    },
+    get rate() {
+      return rate;
+    },
+  };
+}
