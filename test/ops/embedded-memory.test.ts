@@ -55,7 +55,7 @@ async function stop(service: ServiceProcess): Promise<void> {
 /** What `make run` runs (the Makefile's `run` rule, checked below). */
 const MAKE_RUN = [
   process.execPath,
-  '--max-semi-space-size=8',
+  '--max-semi-space-size=10',
   '--heap-growing-percent=50',
   '--import',
   'tsx',

@@ -6,17 +6,19 @@
 import type { Admission } from '../../http/admission.ts';
 import type { HttpMetrics } from '../../metrics/http-metrics.ts';
 import { overloaded } from './overload.ts';
-import { pass, type Next, type Stage } from '../compose.ts';
+import { pass, type Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
 export function admission(gate: Admission | undefined, metrics: HttpMetrics): Stage<Exchange> {
   if (gate === undefined) return pass();
-  const held = async (x: Exchange, next: Next<Exchange>): Promise<Response> => {
-    try {
-      return await next(x);
-    } finally {
-      gate.release();
-    }
+  // The turn given back however the work ends: two functions made once, no async frame per request.
+  const served = (response: Response) => {
+    gate.release();
+    return response;
+  };
+  const failed = (error: unknown): never => {
+    gate.release();
+    throw error;
   };
   return (x, next) => {
     if (routeOf(x).overload === 'exempt') return next(x);
@@ -24,6 +26,12 @@ export function admission(gate: Admission | undefined, metrics: HttpMetrics): St
       metrics.shed('turns');
       return Promise.reject(overloaded);
     }
-    return held(x, next);
+    let work: Promise<Response>;
+    try {
+      work = next(x);
+    } catch (error) {
+      return failed(error);
+    }
+    return work.then(served, failed);
   };
 }
