@@ -45,6 +45,10 @@ async function main(): Promise<void> {
   try {
     server = await startServer(config, {
       log,
+      // contract §14: this process's event loop, watched for overload once it serves (an app made elsewhere, a
+      // test's, has none). Not on the embedded database: there the loop's delay is the database's own statements,
+      // one at a time, and a lone user's long query would get their next requests refused.
+      tuning: { loopWatch: config.databaseUrl !== undefined && config.databaseUrl !== 'memory:' },
       onDemoTokens: (tokens) => {
         process.stderr.write(
           '\nA new embedded database was created with the demo catalog and users.\n' +

@@ -47,8 +47,12 @@ export interface Tuning {
   readonly redisKeyPrefix?: string;
   /** The read replica's monitor poll, in ms (`REPLICA_POLL_MS`). */
   readonly replicaPollMs?: number;
-  /** What tells an overloaded event loop (`processLoop()`, the process's); `false`: none, nothing refused. */
-  readonly loopWatch?: LoopWatch | false;
+  /**
+   * What tells an overloaded event loop: `true`, the process's (`processLoop()`, as the program's entry asks on a
+   * PostgreSQL server), or one given (tests); `undefined` or `false` (an app made by a test, whose loop is the
+   * test's too; the embedded database) none, nothing refused for it.
+   */
+  readonly loopWatch?: LoopWatch | boolean;
   /** Turns for the database work (src/http/admission.ts), over its defaults; `false`: none, nothing waits. */
   readonly admission?: Partial<AdmissionOptions> | false;
 }

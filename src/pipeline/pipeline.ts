@@ -2,7 +2,7 @@
  * The request pipeline: every route passes the same fixed list of stages (src/pipeline/stages/), built once
  * here, so none can skip a cross-cutting rule (contract §5–§13, §16, §17). Outer to inner:
  *
- *   observe → cors → shedding → compression → fields → address limit → problems → deadline
+ *   observe → cors → compression → fields → shedding → address limit → problems → deadline
  *   → route → negotiate → authorize → work: [body → admission → replica → preconditions
  *   → idempotency → conditional → handler]
  *
@@ -34,9 +34,9 @@ import { idempotency } from './stages/idempotency.ts';
 import { addressLimit, createLimits } from './stages/limits.ts';
 import { observe } from './stages/observe.ts';
 import { shedding } from './stages/overload.ts';
+import { type LoopWatch, processLoop } from '../http/loop-watch.ts';
 import { admission } from './stages/admission.ts';
 import { ADMISSION_DEFAULTS, type Admission, createAdmission } from '../http/admission.ts';
-import { processLoop } from '../http/loop-watch.ts';
 import { problems } from './stages/problems.ts';
 import { replicaReads } from './stages/replica.ts';
 import { negotiation, route } from './stages/route.ts';
@@ -53,6 +53,12 @@ export type App = ((request: Request, client: ClientInfo) => Promise<Response>) 
 export const DATABASE_DEADLINE_MS = 5_000;
 /** Time a client gets to send its whole body. */
 export const BODY_TIMEOUT_MS = 30_000;
+
+/** The loop watch `tuning.loopWatch` asks for: the process's, one given, or none. */
+function watchOf(asked: LoopWatch | boolean | undefined): LoopWatch | undefined {
+  if (asked === true) return processLoop();
+  return asked === false ? undefined : asked;
+}
 
 /** The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. */
 const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
@@ -98,9 +104,9 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const run = compose<Exchange, Answer>([
     observe(log, metrics),
     cors(config.corsOrigins === undefined ? undefined : corsPolicy(config.corsOrigins)),
-    shedding(given.tuning?.loopWatch === false ? undefined : (given.tuning?.loopWatch ?? processLoop()), metrics),
     compression(),
     representationFields(versions),
+    shedding(watchOf(given.tuning?.loopWatch), metrics),
     addressLimit(limits),
     problems(log),
     databaseDeadline(given.databaseDeadlineMs ?? DATABASE_DEADLINE_MS, log),

@@ -75,9 +75,9 @@ export async function startTestServer(
   const { afterPaymentInsert, databaseDeadlineMs, ...tuning } = hooks ?? {};
   const server = await startServer(config, {
     log,
-    // The loop watch off unless a test gives one: this process's event loop is the test's too, its clients' work
-    // and other servers' with it, so its delay is not this server's overload (a spawned program has its own).
-    tuning: { loopWatch: false, ...tuning },
+    // No loop watch unless a test gives one: this process's event loop is the test's too, its clients' work and
+    // other servers' with it, so its delay is not this server's overload (a spawned program watches its own).
+    tuning,
     ...(databaseDeadlineMs === undefined ? {} : { databaseDeadlineMs }),
     ...(afterPaymentInsert === undefined ? {} : { database: afterStatement('InsertPayment', afterPaymentInsert) }),
     ...(webhooks ? { webhooks } : {}),

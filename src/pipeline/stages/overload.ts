@@ -1,5 +1,6 @@
 /**
- * Overload (contract §14), decided before anything else costs: while the event loop is saturated
+ * Overload (contract §14), decided before the route, authentication or body cost anything (inside the fields stage, so
+ * a refusal carries `Vary` and version 1's fields as any answer does): while the event loop is saturated
  * (src/http/loop-watch.ts), a request is refused (503 `unavailable`, `Retry-After: 1`) if its client sent at least
  * its share of the requests of the last second or two: as many as the average client address (an IPv6 /64, as the
  * rate limits count) that sent any, whatever became of them (refusals load the loop too). A flood from one client is
@@ -42,8 +43,10 @@ export function shedding(watch: LoopWatch | undefined, metrics: HttpMetrics): St
         response: bufferedResponse(null, { status: 400, headers: { connection: 'close' } }),
       });
     if (x.started - windowStart >= SHARE_WINDOW_MS) {
-      previous = current;
-      previousTotal = currentTotal;
+      // The window before is the last second's only if this one followed it; after a quiet spell, nothing.
+      const stale = x.started - windowStart >= 2 * SHARE_WINDOW_MS;
+      previous = stale ? new Map() : current;
+      previousTotal = stale ? 0 : currentTotal;
       current = new Map();
       currentTotal = 0;
       windowStart = x.started;
