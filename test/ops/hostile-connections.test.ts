@@ -94,7 +94,6 @@ describe('bodies are not read before their request is allowed (contract §11)', 
         [],
       );
       assert.equal((counts[401] ?? 0) + (counts[503] ?? 0), 300);
-      assert.ok((counts[401] ?? 0) > 0, 'some were answered from the head before any overload');
       const added = (afterwards.peakBytes - before.rssBytes) / 1e6;
       assert.ok(added < 100, `the attack added ${added.toFixed(0)} MB at its peak (before the fix: 310–940 MB)`);
     } finally {
