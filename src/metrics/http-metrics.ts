@@ -108,14 +108,14 @@ export const HTTP_FAMILIES: readonly FamilyDoc[] = [
   {
     name: 'orders_database_turns',
     type: 'gauge',
-    help: 'Requests doing their database work now, waiting for a connection included.',
+    help: "Requests doing database work now, waiting for a connection included; with WORKERS=N, the workers' sum.",
   },
   {
     name: 'orders_database_turns_limit',
     type: 'gauge',
     help:
-      'The most requests let do their database work at once now: their completion rate times 100 ms, 128 at ' +
-      'least.',
+      'The most requests let do their database work at once now: the highest completion rate of the last 10 s ' +
+      "times 100 ms, 128 at least; with WORKERS=N, the workers' sum.",
   },
 ];
 

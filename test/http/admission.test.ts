@@ -1,4 +1,4 @@
-/** The database's turns under overload (src/http/admission.ts): a limit from the completion rate, above a floor. */
+/** The database's turns under overload (src/http/admission.ts): a limit from the highest recent completion rate. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ADMISSION_DEFAULTS, type AdmissionOptions, createAdmission } from '../../src/http/admission.ts';
@@ -26,8 +26,8 @@ function gate(options: Partial<AdmissionOptions> = {}) {
 }
 
 describe('admission (contract §14)', () => {
-  it('defaults to a 100 ms target and a floor of 128, measured every 100 ms', () => {
-    assert.deepEqual(ADMISSION_DEFAULTS, { targetMs: 100, floor: 128, windowMs: 100 });
+  it('defaults to a 100 ms target and a floor of 128, measured every 100 ms, the highest of 10 s kept', () => {
+    assert.deepEqual(ADMISSION_DEFAULTS, { targetMs: 100, floor: 128, windowMs: 100, memoryMs: 10_000 });
   });
 
   it('gives the floor at once, refuses the next one, and takes a turn given back', () => {
@@ -42,45 +42,45 @@ describe('admission (contract §14)', () => {
     assert.equal(g.admission.inFlight, 3);
   });
 
-  it('sets the limit to the completion rate times the target, half from the last window', () => {
+  it('sets the limit to the completion rate times the target', () => {
     const g = gate({ floor: 10, targetMs: 100, windowMs: 100 });
-    // 100 ms in which 300 complete: 3,000 a second measured, averaged with the 0 before: 1,500; times 100 ms: 150.
+    // 100 ms in which 300 complete: 3,000 a second; times 100 ms: 300.
     for (let i = 0; i < 300; i += 1) {
       assert.equal(g.admission.acquire(), true);
       g.admission.release();
     }
     g.advance(100);
     assert.equal(g.take(1), 1);
-    assert.equal(g.admission.rate, 1_500);
-    assert.equal(g.admission.limit, 150);
-    // 150 in flight at most: the 151st of this window is refused.
-    assert.equal(g.take(150), 149);
-    assert.equal(g.admission.inFlight, 150);
+    assert.equal(g.admission.rate, 3_000);
+    assert.equal(g.admission.limit, 300);
+    // 300 in flight at most: the 301st of this window is refused.
+    assert.equal(g.take(300), 299);
+    assert.equal(g.admission.inFlight, 300);
     assert.equal(g.admission.acquire(), false);
   });
 
-  it('falls back to the floor when the rate falls, by halves', () => {
+  it('keeps the highest rate of the last 10 s, however low the rate since, then forgets it', () => {
     const g = gate({ floor: 10, targetMs: 100, windowMs: 100 });
     for (let i = 0; i < 800; i += 1) {
       g.admission.acquire();
       g.admission.release();
     }
-    g.advance(100);
-    g.take(1);
-    g.give(1);
-    assert.equal(g.admission.limit, 400);
-    // Idle windows: 4,000 → 2,000 → 1,000 → 500 → 250 a second, limit 200, 100, 50, 25, then the floor.
-    const limits: number[] = [];
-    for (let i = 0; i < 5; i += 1) {
+    // Each step: a window in which one request completes (10 a second), as a process busy refusing completes few.
+    const step = () => {
       g.advance(100);
       g.take(1);
       g.give(1);
-      limits.push(g.admission.limit);
+    };
+    step();
+    assert.equal(g.admission.rate, 8_000);
+    assert.equal(g.admission.limit, 800);
+    for (let t = 200; t <= 10_000; t += 100) {
+      step();
+      assert.equal(g.admission.limit, 800, `at ${t} ms`);
     }
-    // The take-and-give of each step completes one request too (10 a second over the window).
-    assert.deepEqual(limits, [201, 101, 51, 26, 14]);
-    g.advance(100);
-    g.take(1);
+    // The busy window ended at 100 ms: 10 s later it is forgotten, and the windows since say 10 a second.
+    step();
+    assert.equal(g.admission.rate, 10);
     assert.equal(g.admission.limit, 10);
   });
 

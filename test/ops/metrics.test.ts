@@ -124,11 +124,12 @@ describe('createHttpMetrics()', () => {
           '(of BODY_BUDGET_BYTES each process).\n',
         '# TYPE orders_request_body_bytes gauge\n',
         'orders_request_body_bytes 1048576\n',
-        '# HELP orders_database_turns Requests doing their database work now, waiting for a connection included.\n',
+        '# HELP orders_database_turns Requests doing database work now, waiting for a connection included; ' +
+          "with WORKERS=N, the workers' sum.\n",
         '# TYPE orders_database_turns gauge\n',
         'orders_database_turns 12\n',
-        '# HELP orders_database_turns_limit The most requests let do their database work at once now: their ' +
-          'completion rate times 100 ms, 128 at least.\n',
+        '# HELP orders_database_turns_limit The most requests let do their database work at once now: the ' +
+          "highest completion rate of the last 10 s times 100 ms, 128 at least; with WORKERS=N, the workers' sum.\n",
         '# TYPE orders_database_turns_limit gauge\n',
         'orders_database_turns_limit 150\n',
       ].join(''),
