@@ -12,7 +12,9 @@
 // than a core at the GET's rate on a machine shared with the server; this costs about 20. How late the generator's
 // own 1 ms tick came is reported too: a row whose generator lagged measures the machine.
 // Meanwhile `/healthz`, `/readyz` and `/metrics` are asked every 100 ms on connections of their own, and the
-// server's resident set (`pid`) is sampled.
+// server's resident set (`pid`) is sampled; its CPU time (all its threads) over the run, per request offered, is
+// what a request cost it, served or refused.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -226,6 +228,24 @@ function probe(path) {
   });
 }
 
+/** utime + stime of `pid`, all its threads, in seconds; null once it is gone (proc(5): fields 14 and 15). */
+function cpuSeconds() {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  } catch {
+    return null;
+  }
+}
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
 function sampleRss() {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -256,6 +276,7 @@ const sampler = setInterval(() => {
   sampleRss();
 }, 100);
 sampleRss();
+const cpuBefore = cpuSeconds();
 const total = Math.round(rate * durationSeconds);
 const interval = 1_000 / rate;
 const started = performance.now();
@@ -296,6 +317,7 @@ await new Promise((resolve) => {
   check();
 });
 clearInterval(sampler);
+const cpuAfter = cpuSeconds();
 for (const c of idle) c.socket.destroy();
 probeAgent.destroy();
 
@@ -326,6 +348,8 @@ process.stdout.write(
     probeFailures,
     generatorTickP99: quantile(lags, 0.99),
     generatorTickMax: quantile(lags, 1),
+    cpuUsPerRequest:
+      cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) * 1e6) / total),
     rssFirstMb: rss[0] ?? null,
     rssMaxMb: rss.length === 0 ? null : Math.max(...rss),
     rssLastMb: rss.at(-1) ?? null,

@@ -10,8 +10,8 @@
  * a second) and its share of the scenario's peak, p50 and p99 of those answers and the p99's multiple of its value at
  * 1×, the requests refused with 503 (how many carried Retry-After, and how fast they came), those the client gave up
  * on or lost, the slowest answer to /healthz, /readyz and /metrics asked every 100 ms meanwhile (the service only)
- * the server's resident set at the start, at most and at the end, and the generator's own worst lag. Also written to
- * bench/results/overload.json.
+ * the server's resident set at the start, at most and at the end, its CPU time (all threads) per request offered,
+ * served or refused, and the generator's own worst lag. Also written to bench/results/overload.json.
  *
  * Environment: BENCH_ORDERS (100000), BENCH_OVERLOAD_SECONDS (10, each run), BENCH_OVERLOAD_TIMEOUT_MS (1000, the
  * client's time-out), BENCH_OVERLOAD_FACTORS (1,2,4), BENCH_OVERLOAD_SCENARIOS (1,2,4), BENCH_PEERS (fastify,hono),
@@ -55,6 +55,7 @@ interface OpenLoopResult {
   probeMax: number | null;
   probeFailures: number;
   generatorTickMax: number | null;
+  cpuUsPerRequest: number | null;
   rssFirstMb: number | null;
   rssMaxMb: number | null;
   rssLastMb: number | null;
@@ -171,8 +172,8 @@ function print(report: Record<string, unknown>[]): void {
   const lines = [
     `open loop, ${SECONDS} s a run, client time-out ${TIMEOUT_MS} ms; latencies in ms from when each request was due`,
     '| scenario | target | × | offered/s | goodput/s | of peak | p50 | p99 | p99 ÷ 1× | 503 (loop/turns) | 503 p99 | ' +
-      'with Retry-After | gave up | errors | probes max | RSS MB start/max/end | generator lag max |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      'with Retry-After | gave up | errors | probes max | RSS MB start/max/end | CPU µs/request | generator lag max |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const entry of report) {
     const rows = entry.rows as (OpenLoopResult & { factor: number; refusedBy?: { loop: number; turns: number } })[];
@@ -187,7 +188,8 @@ function print(report: Record<string, unknown>[]): void {
           `${r.refusedBy ? ` (${r.refusedBy.loop}/${r.refusedBy.turns})` : ''} | ${cell(r.shedP99, 1)} | ` +
           `${r.shedWithRetryAfter} | ${r.timedOut} | ${r.errors + others} | ` +
           `${r.probeFailures > 0 ? `${r.probeFailures} failed, ` : ''}${cell(r.probeMax, 1)} | ` +
-          `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} | ${cell(r.generatorTickMax, 1)} |`,
+          `${cell(r.rssFirstMb)}/${cell(r.rssMaxMb)}/${cell(r.rssLastMb)} | ${cell(r.cpuUsPerRequest)} | ` +
+          `${cell(r.generatorTickMax, 1)} |`,
       );
     }
   }
