@@ -12,6 +12,7 @@ import { createLogger } from '../../src/base/logger.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import type { Database, Db } from '../../src/db/database.ts';
 import { DeadlineExceeded } from '../../src/db/errors.ts';
+import type { LoopWatch } from '../../src/http/loop-watch.ts';
 import { HttpError } from '../../src/http/problem.ts';
 import { bufferedResponse } from '../../src/http/response.ts';
 import { createRouter } from '../../src/http/router.ts';
@@ -31,6 +32,7 @@ import { representationFields } from '../../src/pipeline/stages/fields.ts';
 import { idempotency } from '../../src/pipeline/stages/idempotency.ts';
 import { addressLimit, createLimits } from '../../src/pipeline/stages/limits.ts';
 import { observe } from '../../src/pipeline/stages/observe.ts';
+import { shedding } from '../../src/pipeline/stages/overload.ts';
 import { problems } from '../../src/pipeline/stages/problems.ts';
 import { fallingBack, replicaReads } from '../../src/pipeline/stages/replica.ts';
 import { negotiation, route } from '../../src/pipeline/stages/route.ts';
@@ -355,6 +357,43 @@ describe('address limit', () => {
     const rate = { allowed: true, remaining: 5, resetSeconds: 9 };
     const { response } = await addressLimit(limits)(x, async () => ({ response: new Response('inner'), rate }));
     assert.equal(response.headers.get('ratelimit'), '"default";r=5;t=9');
+  });
+});
+
+describe('shedding (contract §14)', () => {
+  /**
+   * Client 10.0.0.1 sends 100 requests and 10.0.0.2 one while the loop keeps up; `laterMs` after, with the loop
+   * saturated, the second sends three and the first one: the statuses of those four.
+   */
+  async function burstThen(laterMs: number): Promise<number[]> {
+    let loaded = false;
+    const watch: LoopWatch = {
+      saturated: () => loaded,
+      get overloaded() {
+        return loaded;
+      },
+      stop() {},
+    };
+    const stage = asResponses(shedding(watch, createHttpMetrics()));
+    const t0 = performance.now();
+    const call = async (address: string, ms: number) =>
+      (await stage(exchange('/v1/orders/1', {}, { route: getOrder, address, started: t0 + ms }), fakeNext())).status;
+    for (let i = 0; i < 100; i += 1) assert.equal(await call('10.0.0.1', i), 200);
+    assert.equal(await call('10.0.0.2', 100), 200);
+    loaded = true;
+    const statuses = [];
+    for (const address of ['10.0.0.2', '10.0.0.2', '10.0.0.2', '10.0.0.1']) statuses.push(await call(address, laterMs));
+    return statuses;
+  }
+
+  it("counts a client's burst against it in the second after, as its share of the last two", async () => {
+    // 10.0.0.1: 101 of the 105 requests of two clients, past its share: refused; 10.0.0.2 well within it: served.
+    assert.deepEqual(await burstThen(1_100), [200, 200, 200, 503]);
+  });
+
+  it('forgets the burst after a quiet spell: the shares are those of the requests since', async () => {
+    // 5 s later only the requests since count: 10.0.0.2 sends all of the first three (refused), 10.0.0.1 one of four.
+    assert.deepEqual(await burstThen(5_000), [503, 503, 503, 200]);
   });
 });
 
