@@ -11,7 +11,10 @@
  * - **While overloaded, a turn of the loop is saturated once it has run `budgetMs`** since its tick: the requests it
  *   reads after that may be refused (the shedding stage decides whose), at a fraction of the cost of serving them, so
  *   each turn does little more than its budget of new work, a request waits in its socket about two turns at most,
- *   and those admitted are answered while their clients still wait.
+ *   and those admitted are answered while their clients still wait. The tick starts a turn while turns last longer
+ *   than `tickMs` (under overload they do); turns shorter than that share one tick's budget. Counting each turn's
+ *   budget from its first request instead (a `setImmediate` marking the turn's end) was tried: no difference beyond
+ *   the noise of `make bench-overload`.
  *
  * Pure: the clock and the timer are given.
  */
