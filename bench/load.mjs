@@ -19,10 +19,11 @@
 // backend that connected during the run counting from zero. A backend that
 // disconnected during the run is lost (counted in pgBackendsLost).
 import autocannon from 'autocannon';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CLOCK_TICKS, ownTicks } from './proc-cpu.mjs';
 
 const scenario = JSON.parse(process.argv[2]);
 const {
@@ -39,29 +40,6 @@ const {
   cpuPids = [],
   pg,
 } = scenario;
-
-const CLOCK_TICKS = clockTicks();
-
-function clockTicks() {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-}
-
-/** utime + stime in clock ticks of one process (all its threads); undefined when it is gone. */
-function ownTicks(pid) {
-  try {
-    // Fields after the command name, which may hold spaces: state is field 3,
-    // utime field 14, stime field 15 (proc(5)).
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return undefined;
-  }
-}
 
 /** utime + stime in clock ticks of `pid` (all its threads) and of its children. */
 function cpuTicks(pids) {

@@ -14,11 +14,11 @@
 // Meanwhile `/healthz`, `/readyz` and `/metrics` are asked every 100 ms on connections of their own, and the
 // server's resident set (`pid`) is sampled; its CPU time (all its threads) over the run, per request offered, is
 // what a request cost it, served or refused.
-import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import { CLOCK_TICKS, ownTicks } from './proc-cpu.mjs';
 
 const {
   url,
@@ -228,23 +228,11 @@ function probe(path) {
   });
 }
 
-/** utime + stime of `pid`, all its threads, in seconds; null once it is gone (proc(5): fields 14 and 15). */
+/** `pid`'s CPU time (all its threads) in seconds; null once it is gone. */
 function cpuSeconds() {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-  } catch {
-    return null;
-  }
+  const ticks = ownTicks(pid);
+  return ticks === undefined ? null : ticks / CLOCK_TICKS;
 }
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
 
 function sampleRss() {
   try {
