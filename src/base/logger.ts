@@ -54,11 +54,25 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
     // As JSON.stringify({ time, level, message, ...fields }), without copying the fields first.
     const rest = fields === undefined ? '{}' : JSON.stringify(fields);
     write(
-      `{"time":"${new Date().toISOString()}","level":"${lineLevel}","message":${JSON.stringify(message)}` +
+      `{"time":"${isoNow()}","level":"${lineLevel}","message":${JSON.stringify(message)}` +
         `${rest === '{}' ? '}' : `,${rest.slice(1)}`}\n`,
     );
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+// The time of the last line, as formatted: toISOString() costs more than the rest of a line (0.6 µs of 1.6).
+let formattedMs = Number.NaN;
+let formatted = '';
+
+/** Now, as an ISO 8601 string to the millisecond, formatted once per millisecond. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== formattedMs) {
+    formattedMs = ms;
+    formatted = new Date(ms).toISOString();
+  }
+  return formatted;
 }
 
 /** The fields worth logging of an exception: name, message, PostgreSQL code, stack. */

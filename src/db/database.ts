@@ -56,9 +56,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   });
   const usage = countPoolUsage(size, circuit);
   const handleOn = handles(sql, statement, usage, cancelAfter, circuit, options.readOnly === true);
-  const { savepoint: _savepoint, ...onPool } = handleOn(sql, false, undefined);
+  // The pool's own handle, its methods bound to it (savepoint() is a transaction's only).
+  const onPool: Db = handleOn(sql, false, undefined);
   return {
-    ...onPool,
+    one: onPool.one.bind(onPool),
+    opt: onPool.opt.bind(onPool),
+    batched: onPool.batched.bind(onPool),
+    many: onPool.many.bind(onPool),
+    exec: onPool.exec.bind(onPool),
+    composed: onPool.composed.bind(onPool),
+    begin: onPool.begin.bind(onPool),
+    pool: onPool.pool,
     sql,
     kind: embedded ? 'embedded' : 'postgres',
     created: embedded?.created ?? false,

@@ -6,7 +6,7 @@
 import type postgres from 'postgres';
 import type { Circuit } from './circuit.ts';
 import type { Connection, Sql } from './connection.ts';
-import { type Param, type RowOf, TransactionOpenError, type Tx } from './handle.ts';
+import type { Param, RowOf, Tx } from './handle.ts';
 import { DatabaseUnreachable, DeadlineExceeded, isConnectionFailure, OutcomeUnknown } from './errors.ts';
 import type { PoolCounter } from './pool-usage.ts';
 import { type DriverQuery, type RequestScope, type Resolution, written } from './cancellation.ts';
@@ -22,15 +22,8 @@ import {
   type TransactionGuard,
   type TransactionSql,
 } from './transaction.ts';
-import { type BatchedRead, type BatchParam, batches } from './batch.ts';
-
-type Queryable = Sql | TransactionSql;
-
-/** Where a handle runs, and for which request (none for the pool's own handle). */
-interface Place {
-  readonly on: Queryable;
-  readonly scope: RequestScope | undefined;
-}
+import { batches } from './batch.ts';
+import { Handle, type Place, type Queryable, type Runner } from './request-handle.ts';
 
 /** Makes the handles on `sql` and its transactions. */
 export function handles(
@@ -144,69 +137,8 @@ export function handles(
     }
   };
 
-  /** `guarded`: the handle refuses statements while its own transaction is open. */
-  const handleOn = (on: Queryable, guarded: boolean, scope: RequestScope | undefined): Tx => {
-    const place: Place = { on, scope };
-    let open = false;
-    const ready = (name: string) => {
-      if (open) throw new TransactionOpenError(name);
-    };
-    type Inner<T> = (tx: TransactionSql) => Promise<T>;
-    const nested = async <T>(
-      work: (db: Tx) => Promise<T>,
-      start: (inner: Inner<T>) => Promise<unknown>,
-    ): Promise<T> => {
-      ready('a transaction');
-      if (guarded) open = true;
-      try {
-        return (await start((tx) => work(handleOn(tx, true, scope)))) as T;
-      } finally {
-        open = false;
-      }
-    };
-    // Typed by statement name (statements.generated.ts): here, where the driver's rows come in, they are taken as
-    // that type. The pool's own handles are typed `Db` where they are handed out.
-    const handle = {
-      pool,
-      async one(name: string, params: readonly Param[] = []) {
-        ready(name);
-        return (await run(name, 'one', params, place))[0];
-      },
-      async opt(name: string, params: readonly Param[] = []) {
-        ready(name);
-        return (await run(name, 'opt', params, place))[0];
-      },
-      async many(name: string, params: readonly Param[] = []) {
-        ready(name);
-        return [...(await run(name, 'many', params, place))];
-      },
-      async batched(read: BatchedRead, params: readonly BatchParam[]) {
-        ready(read.single);
-        if (on !== sql) return (await run(read.single, 'opt', params, place))[0];
-        admit(place, gather.gathered);
-        return await gather(read, params, scope);
-      },
-      async composed(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
-        ready(name);
-        return [...(await run(name, 'many', params, place, fragments))];
-      },
-      async exec(name: string, params: readonly Param[] = []) {
-        ready(name);
-        return (await run(name, 'exec', params, place)).count;
-      },
-      begin<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        // On a transaction, the same one; on the pool, a new one.
-        return nested(work, (inner) => ('savepoint' in on ? inner(on) : transaction(place, inner)));
-      },
-      savepoint<T>(work: (db: Tx) => Promise<T>): Promise<T> {
-        if (!('savepoint' in on))
-          return Promise.reject(new Error('savepoint() needs a transaction; on the pool, use begin()'));
-        return nested(work, (inner) => on.savepoint(inner));
-      },
-    };
-    return handle as unknown as Tx;
-  };
-  return handleOn;
+  const runner: Runner = { sql, pool, run, admit, gather, transaction };
+  return (on, guarded, scope) => new Handle(runner, on, guarded, scope) as unknown as Tx;
 }
 
 /**

@@ -91,8 +91,27 @@ export function responseFields(origin: string): [string, string][] {
   ];
 }
 
-/** `Vary` value `current` (`null`: absent) with `names` added, each once, compared without regard to case. */
+/**
+ * `Vary` value `current` (`null`: absent) with `names` added, each once, compared without regard to case. Remembered
+ * by `names` (the stages' constant lists) and `current`: an answer's `Vary` is one of a few, worked out once each.
+ */
 export function varyWith(current: string | null, names: readonly string[]): string {
+  const key = current ?? '';
+  let memo = VARY_MEMO.get(names);
+  const known = memo?.get(key);
+  if (known !== undefined) return known;
+  const value = addedTo(current, names);
+  if (memo === undefined) {
+    memo = new Map();
+    VARY_MEMO.set(names, memo);
+  }
+  if (memo.size < VARY_MEMO_MAX) memo.set(key, value);
+  return value;
+}
+const VARY_MEMO = new WeakMap<readonly string[], Map<string, string>>();
+const VARY_MEMO_MAX = 64;
+
+function addedTo(current: string | null, names: readonly string[]): string {
   if (current === null || current === '') return names.join(', ');
   if (current.trim() === '*') return current;
   const held = current.split(',').map((name) => name.trim().toLowerCase());

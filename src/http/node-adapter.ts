@@ -5,7 +5,7 @@
  */
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { contentOf, fieldsOf } from './response.ts';
+import { contentOf, fieldLines } from './response.ts';
 import { IncomingRequest, originForm } from './incoming-request.ts';
 import { Client, type ClientInfo } from './client-info.ts';
 import {
@@ -183,18 +183,14 @@ function writeResponse(
   close: boolean,
 ): Promise<void> | undefined {
   // Node's flat list of fields (name, value, …): no object keyed by names to build for each response.
-  const fields: string[] = [];
-  let length = false;
-  fieldsOf(response).forEach((value, name) => {
-    if (name === 'content-length') length = true;
-    fields.push(name, value);
-  });
-  if (close && !fieldsOf(response).has('connection')) fields.push('connection', 'close');
+  const fields = fieldLines(response);
+  if (close && !hasLine(fields, 'connection')) fields.push('connection', 'close');
   const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
   // Bytes in memory go to the socket as they are, in one write with the head: no web stream.
   const content = contentOf(response);
   if (content !== undefined) {
-    if (content !== null && !length) fields.push('content-length', String(content.byteLength));
+    if (content !== null && !hasLine(fields, 'content-length'))
+      fields.push('content-length', String(content.byteLength));
     res.writeHead(response.status, fields);
     if (content === null || noContent) res.end();
     else res.end(content);
@@ -202,6 +198,12 @@ function writeResponse(
   }
   res.writeHead(response.status, fields);
   return streamBody(res, response.body, noContent);
+}
+
+/** Whether the flat list `fields` has field `name` (lower case). */
+function hasLine(fields: readonly string[], name: string): boolean {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return true;
+  return false;
 }
 
 async function streamBody(res: ServerResponse, body: ReadableStream | null, noContent: boolean): Promise<void> {

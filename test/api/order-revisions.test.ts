@@ -103,8 +103,14 @@ async function orderStatementsOf(run: () => Promise<unknown>): Promise<string[]>
   const db = t.server.db;
   const original = db.handle;
   const names: string[] = [];
+  // A handle's methods are on its prototype: the rest are handed on, bound to it.
   const recording = <H extends Db>(handle: H): H => ({
     ...handle,
+    pool: handle.pool,
+    many: handle.many.bind(handle),
+    exec: handle.exec.bind(handle),
+    composed: handle.composed.bind(handle),
+    ...('savepoint' in handle ? { savepoint: (handle as unknown as Tx).savepoint.bind(handle) } : {}),
     one: ((name: string, params?: readonly Param[]) => {
       names.push(name);
       return handle.one(name as never, params as never);

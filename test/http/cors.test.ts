@@ -153,6 +153,16 @@ describe('varyWith()', () => {
       assert.equal(varyWith(current, names), expected);
     });
   }
+
+  it('gives each value its own answer when one list of names is asked again and again (it remembers them)', () => {
+    const origin = ['Origin'];
+    for (let round = 0; round < 2; round += 1)
+      for (const [current, , expected] of cases.filter(([, names]) => names.length === 1))
+        assert.equal(varyWith(current, origin), expected, `${JSON.stringify(current)}, round ${round + 1}`);
+    // Past what it remembers of one list, each answer is still worked out.
+    for (let i = 0; i < 100; i += 1) assert.equal(varyWith(`X-${i}`, origin), `X-${i}, Origin`);
+    assert.equal(varyWith('Accept', origin), 'Accept, Origin');
+  });
 });
 
 describe('the pipeline with CORS_ORIGINS', () => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '../../src/base/logger.ts';
 
@@ -76,6 +76,31 @@ describe('createLogger()', () => {
       nested: { a: [1, 'two'] },
       quote: 'say "hi"\n',
     });
+  });
+
+  it('stamps each line with the time of the clock when it is written, to the millisecond', () => {
+    const times: string[] = [];
+    const log = createLogger('info', (line) => times.push((JSON.parse(line) as { time: string }).time));
+    mock.timers.enable({ apis: ['Date'], now: Date.UTC(2026, 11, 4, 22, 0, 0, 7) });
+    try {
+      log.info('first');
+      log.info('same millisecond');
+      mock.timers.tick(1);
+      log.info('next millisecond');
+      mock.timers.setTime(Date.UTC(2027, 0, 1, 0, 0, 0, 0));
+      log.info('new year');
+      mock.timers.setTime(Date.UTC(2026, 11, 4, 22, 0, 0, 7));
+      log.info('clock set back');
+    } finally {
+      mock.timers.reset();
+    }
+    assert.deepEqual(times, [
+      '2026-12-04T22:00:00.007Z',
+      '2026-12-04T22:00:00.007Z',
+      '2026-12-04T22:00:00.008Z',
+      '2027-01-01T00:00:00.000Z',
+      '2026-12-04T22:00:00.007Z',
+    ]);
   });
 });
 

@@ -28,7 +28,7 @@ export function compression(): Stage<Exchange, Answer> {
     // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
     if (status !== 304 && (content === null || content === undefined)) return answer;
     const headers = fieldsOf(response);
-    headers.set('vary', varyWith(headers.get('vary'), ['Accept-Encoding']));
+    headers.set('vary', varyWith(headers.get('vary'), ACCEPT_ENCODING));
     if (status === 304) {
       // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here; one that is the
       // tag itself (the usual case) leaves nothing to choose.
@@ -57,6 +57,8 @@ export function compression(): Stage<Exchange, Answer> {
  * On a 304, the tag the client holds: of its `If-None-Match` tags for the representation, the one of this
  * request's coding, else the first (RFC 9111 §4.3.4: a cache updates the stored answer of that tag).
  */
+const ACCEPT_ENCODING = ['Accept-Encoding'];
+
 function retag(headers: Fields, ifNoneMatch: TagList | null, coding: Coding | undefined): void {
   const etag = headers.get('etag');
   if (etag === null || ifNoneMatch === null || ifNoneMatch === '*') return;

@@ -27,8 +27,10 @@ export function cors(
       headers.set('vary', varyWith(headers.get('vary'), PREFLIGHT_VARY));
     } else {
       if (origin !== undefined) for (const [name, value] of responseFields(origin)) headers.set(name, value);
-      headers.set('vary', varyWith(headers.get('vary'), ['Origin']));
+      headers.set('vary', varyWith(headers.get('vary'), ORIGIN));
     }
     return answer;
   };
 }
+
+const ORIGIN = ['Origin'];

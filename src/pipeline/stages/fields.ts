@@ -16,10 +16,7 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange, A
     const headers = fieldsOf(answer.response);
     const { route } = x;
     if (route !== undefined) {
-      const vary = [
-        ...(route.versioned === false ? [] : ['Accept']),
-        ...(route.auth === 'public' ? [] : ['Authorization']),
-      ];
+      const vary = VARY[route.versioned === false ? 0 : 1][route.auth === 'public' ? 0 : 1] as readonly string[];
       // Added to what the handler's answer varies by already, never in its place.
       if (vary.length > 0) headers.set('vary', varyWith(headers.get('vary'), vary));
     }
@@ -27,3 +24,9 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange, A
     return answer;
   };
 }
+
+/** What an answer varies by, by [versioned?][authenticated?]: the same lists each time (varyWith() remembers them). */
+const VARY = [
+  [[], ['Authorization']],
+  [['Accept'], ['Accept', 'Authorization']],
+] as const;

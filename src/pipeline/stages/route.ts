@@ -9,39 +9,43 @@ import { HttpError } from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
 import type { VersionPolicy } from '../../http/semantics.ts';
 import { unwinding, type Answer } from '../answer.ts';
-import type { Stage } from '../compose.ts';
+import type { Next, Stage } from '../compose.ts';
 import { routeOf, type Exchange } from '../exchange.ts';
 
 /** contract §11: all a connection of the health reserve (past the process's cap) is served; else 503. */
 const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
 export function route(): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    const { match } = x;
-    if (x.client.healthOnly === true && !HEALTH_PATHS.has(x.path)) {
-      throw new HttpError(503, 'unavailable', {
-        detail: 'The service holds as many connections as it takes; try again shortly.',
-        headers: { 'retry-after': '1', connection: 'close' },
+  // Not an async function: a routed request on an ordinary connection passes through without a promise of its own.
+  return (x, next) => (x.match.kind === 'found' && x.client.healthOnly !== true ? next(x) : refused(x, next));
+}
+
+/** A request the route stage answers itself (OPTIONS) or refuses; one of the health reserve's may go on. */
+async function refused(x: Exchange, next: Next<Exchange, Answer>): Promise<Answer> {
+  const { match } = x;
+  if (x.client.healthOnly === true && !HEALTH_PATHS.has(x.path)) {
+    throw new HttpError(503, 'unavailable', {
+      detail: 'The service holds as many connections as it takes; try again shortly.',
+      headers: { 'retry-after': '1', connection: 'close' },
+    });
+  }
+  switch (match.kind) {
+    case 'not-found':
+      throw new HttpError(404, 'not-found', { detail: `No resource at ${x.path}.` });
+    case 'method-not-allowed':
+      throw new HttpError(405, 'method-not-allowed', {
+        detail: `${x.request.method} is not allowed here; use ${match.allow}.`,
+        headers: { allow: match.allow },
       });
-    }
-    switch (match.kind) {
-      case 'not-found':
-        throw new HttpError(404, 'not-found', { detail: `No resource at ${x.path}.` });
-      case 'method-not-allowed':
-        throw new HttpError(405, 'method-not-allowed', {
-          detail: `${x.request.method} is not allowed here; use ${match.allow}.`,
-          headers: { allow: match.allow },
-        });
-      case 'options':
-        return {
-          response: bufferedResponse(null, {
-            status: 204,
-            headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
-          }),
-        };
-    }
-    return next(x);
-  };
+    case 'options':
+      return {
+        response: bufferedResponse(null, {
+          status: 204,
+          headers: { allow: match.allow, ...(match.allow.includes('PATCH') ? { 'accept-patch': ACCEPT_PATCH } : {}) },
+        }),
+      };
+  }
+  return next(x);
 }
 
 export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
