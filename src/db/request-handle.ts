@@ -48,16 +48,15 @@ export class Handle implements Place {
   #open = false;
   readonly on: Queryable;
   readonly scope: RequestScope | undefined;
+  /** A field, not a getter: a test's wrapper made with `Object.create(handle)` reads it through its prototype. */
+  readonly pool: PoolCounter['pool'];
 
   constructor(runner: Runner, on: Queryable, guarded: boolean, scope: RequestScope | undefined) {
     this.#runner = runner;
+    this.pool = runner.pool;
     this.on = on;
     this.#guarded = guarded;
     this.scope = scope;
-  }
-
-  get pool(): PoolCounter['pool'] {
-    return this.#runner.pool;
   }
 
   #ready(name: string): void {
