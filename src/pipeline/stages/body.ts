@@ -52,8 +52,18 @@ export function withinDeadline<T>(x: Exchange, promise: Promise<T>): Promise<T> 
 
 /** The innermost stage of the answers: the body and database stages, raced against the request's clock. */
 export function work(inner: (x: Exchange) => Promise<Response>): Stage<Exchange, Answer> {
-  return async (x) => ({ response: await withinDeadline(x, inner(x)) });
+  // Not an async function: a request waiting for the database holds no suspended frame here.
+  return (x) => {
+    let response: Promise<Response>;
+    try {
+      response = inner(x);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return withinDeadline(x, response).then(answered);
+  };
 }
+const answered = (response: Response): Answer => ({ response });
 
 export interface BodyLimits {
   readonly maxBodyBytes: number;

@@ -20,37 +20,46 @@ import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function compression(): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    const answer = await next(x);
-    const { response } = answer;
-    const { status } = response;
-    const content = contentOf(response);
-    // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
-    if (status !== 304 && (content === null || content === undefined)) return answer;
-    const headers = fieldsOf(response);
-    headers.set('vary', varyWith(headers.get('vary'), ACCEPT_ENCODING));
-    if (status === 304) {
-      // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here; one that is the
-      // tag itself (the usual case) leaves nothing to choose.
-      const sent = x.header('if-none-match');
-      if (sent !== headers.get('etag'))
-        retag(headers, parseTagList(sent) ?? null, negotiateCoding(x.header('accept-encoding')));
-      return answer;
-    }
-    const bytes = content as Uint8Array;
-    // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
-    if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
-    if (!isCompressible(headers.get('content-type'))) return answer;
-    const coding = negotiateCoding(x.header('accept-encoding'));
-    if (coding === undefined) return answer;
-    const coded = await encoded(bytes, coding);
+  // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
+  return (x, next) => next(x).then((answer) => coded(x, answer));
+}
+
+/**
+ * `answer` with its `Vary`, its tag as the client asked for it, and its content coded when that is worth it (then a
+ * promise: most answers are done here at once).
+ */
+function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
+  const { response } = answer;
+  const { status } = response;
+  const content = contentOf(response);
+  // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
+  if (status !== 304 && (content === null || content === undefined)) return answer;
+  const headers = fieldsOf(response);
+  headers.set('vary', varyWith(headers.get('vary'), ACCEPT_ENCODING));
+  if (status === 304) {
+    // A 304 comes of a well-formed If-None-Match (a malformed one is 400), read again here; one that is the
+    // tag itself (the usual case) leaves nothing to choose.
+    const sent = x.header('if-none-match');
+    if (sent !== headers.get('etag'))
+      retag(headers, parseTagList(sent) ?? null, negotiateCoding(x.header('accept-encoding')));
+    return answer;
+  }
+  const bytes = content as Uint8Array;
+  // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
+  if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
+  if (!isCompressible(headers.get('content-type'))) return answer;
+  const coding = negotiateCoding(x.header('accept-encoding'));
+  if (coding === undefined) return answer;
+  const recoded = (bytesCoded: Uint8Array): Answer => {
     headers.set('content-encoding', coding);
-    headers.set('content-length', String(coded.byteLength));
+    headers.set('content-length', String(bytesCoded.byteLength));
     const etag = headers.get('etag');
     if (etag !== null) headers.set('etag', codedTag(etag, coding));
-    answer.response = bufferedResponse(coded, { status, headers });
+    answer.response = bufferedResponse(bytesCoded, { status, headers });
     return answer;
   };
+  const made = encoded(bytes, coding);
+  return made instanceof Uint8Array ? recoded(made) : made.then(recoded);
 }
 
 /**

@@ -11,8 +11,7 @@ import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function representationFields(versions: VersionPolicy): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    const answer = await next(x);
+  const decorated = (x: Exchange, answer: Answer): Answer => {
     const headers = fieldsOf(answer.response);
     const { route } = x;
     if (route !== undefined) {
@@ -23,6 +22,8 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange, A
     if ((answer.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
     return answer;
   };
+  // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
+  return (x, next) => next(x).then((answer) => decorated(x, answer));
 }
 
 /** What an answer varies by, by [versioned?][authenticated?]: the same lists each time (varyWith() remembers them). */

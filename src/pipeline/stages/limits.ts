@@ -110,18 +110,7 @@ function createBars(maxKeys: number) {
  */
 export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer> {
   if (limits === undefined) return pass();
-  return async (x, next) => {
-    const answer = await next(x);
-    const { status } = answer.response;
-    const limited = limits.limited(x.route);
-    const exempt =
-      limited === 'never' || (status < 400 && (limited === false || (x.preflight && x.match.kind === 'options')));
-    // The authorize stage's decision, when it counted the request; else this one's.
-    let { rate } = answer;
-    if (rate === undefined && !exempt) {
-      rate = await limits.count('addresses', addressGroup(x.address));
-      if (!rate.allowed) answer.response = problemResponse(rateLimited(rate), x.path, x.requestId);
-    }
+  const reported = (answer: Answer, rate: RateDecision | undefined): Answer => {
     if (rate !== undefined) {
       const headers = fieldsOf(answer.response);
       headers.set('ratelimit-policy', limits.policy);
@@ -129,6 +118,21 @@ export function addressLimit(limits: Limits | undefined): Stage<Exchange, Answer
     }
     return answer;
   };
+  const counted = async (x: Exchange, answer: Answer): Promise<Answer> => {
+    const rate = await limits.count('addresses', addressGroup(x.address));
+    if (!rate.allowed) answer.response = problemResponse(rateLimited(rate), x.path, x.requestId);
+    return reported(answer, rate);
+  };
+  const limit = (x: Exchange, answer: Answer): Answer | Promise<Answer> => {
+    const { status } = answer.response;
+    const limited = limits.limited(x.route);
+    const exempt =
+      limited === 'never' || (status < 400 && (limited === false || (x.preflight && x.match.kind === 'options')));
+    // The authorize stage's decision, when it counted the request; else this one's.
+    return answer.rate === undefined && !exempt ? counted(x, answer) : reported(answer, answer.rate);
+  };
+  // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
+  return (x, next) => next(x).then((answer) => limit(x, answer));
 }
 
 export function rateLimited(decision: RateDecision): HttpError {

@@ -7,8 +7,7 @@ import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    const answer = await next(x);
+  const observed = (x: Exchange, answer: Answer): Answer => {
     const { response, aborted = false } = answer;
     fieldsOf(response).set('x-request-id', x.requestId);
     const seconds = (performance.now() - x.started) / 1000;
@@ -27,6 +26,8 @@ export function observe(log: Logger, metrics: HttpMetrics): Stage<Exchange, Answ
     metrics.request(patternOf(x), x.request.method, aborted ? undefined : response.status, seconds);
     return answer;
   };
+  // Not an async function: a request waiting inward holds a callback here, not a suspended frame (contract §14).
+  return (x, next) => next(x).then((answer) => observed(x, answer));
 }
 
 type RequestLine = {

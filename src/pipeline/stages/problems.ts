@@ -26,20 +26,26 @@ import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function problems(log: Logger): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    try {
-      return await next(x);
-    } catch (thrown) {
-      const { error, decisions } = unwound(thrown);
-      if (error instanceof ClientAbortError) {
-        return {
-          ...decisions,
-          aborted: true,
-          response: bufferedResponse(null, { status: 400, headers: { connection: 'close' } }),
-        };
-      }
-      return { ...decisions, response: problemResponse(toHttpError(error, x, log), x.path, x.requestId) };
+  const answerTo = (x: Exchange, thrown: unknown): Answer => {
+    const { error, decisions } = unwound(thrown);
+    if (error instanceof ClientAbortError) {
+      return {
+        ...decisions,
+        aborted: true,
+        response: bufferedResponse(null, { status: 400, headers: { connection: 'close' } }),
+      };
     }
+    return { ...decisions, response: problemResponse(toHttpError(error, x, log), x.path, x.requestId) };
+  };
+  // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
+  return (x, next) => {
+    let answer: Promise<Answer>;
+    try {
+      answer = next(x);
+    } catch (thrown) {
+      answer = Promise.reject(thrown);
+    }
+    return answer.then(undefined, (thrown: unknown) => answerTo(x, thrown));
   };
 }
 

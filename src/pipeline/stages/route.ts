@@ -49,7 +49,8 @@ async function refused(x: Exchange, next: Next<Exchange, Answer>): Promise<Answe
 }
 
 export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
-  return async (x, next) => {
+  // Not an async function: a request waiting inward holds two callbacks here, not a suspended frame.
+  return (x, next) => {
     const route = routeOf(x);
     if (route.versioned === false) return next(x);
     const prefix = x.match.version;
@@ -63,17 +64,19 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
       // (`application/problem+json`, as RFC 9457 clients send); its problems are problem+json anyway.
       version = prefix ?? 1;
     } else {
-      throw new HttpError(406, 'not-acceptable', { detail: negotiated.detail });
+      return Promise.reject(new HttpError(406, 'not-acceptable', { detail: negotiated.detail }));
     }
     x.version = version;
     // Handed outward with the answer (version 1's deprecation fields), an error's too.
+    const refused = (error: unknown) => Promise.reject(unwinding(error, { version }));
     try {
       if (version === 1) versions.refuseWhenSunset(x.url.pathname);
-      const answer = await next(x);
+    } catch (error) {
+      return refused(error);
+    }
+    return next(x).then((answer) => {
       answer.version = version;
       return answer;
-    } catch (error) {
-      throw unwinding(error, { version });
-    }
+    }, refused);
   };
 }
