@@ -78,12 +78,18 @@ export class Handle implements Place {
     return [...(await this.#runner.run(name, 'many', params, this))];
   }
 
-  async batched(read: BatchedRead, params: readonly BatchParam[]) {
-    this.#ready(read.single);
+  // Not an async function: on the pool (a GET's read), the gathered read's promise is handed back as it is, with no
+  // suspended frame held while it waits.
+  batched(read: BatchedRead, params: readonly BatchParam[]): Promise<unknown> {
     const runner = this.#runner;
-    if (this.on !== runner.sql) return (await runner.run(read.single, 'opt', params, this))[0];
-    runner.admit(this, runner.gather.gathered);
-    return await runner.gather(read, params, this.scope);
+    try {
+      this.#ready(read.single);
+      if (this.on !== runner.sql) return runner.run(read.single, 'opt', params, this).then(first);
+      runner.admit(this, runner.gather.gathered);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return runner.gather(read, params, this.scope);
   }
 
   async composed(name: string, fragments: Readonly<Record<string, string>>, params: readonly Param[] = []) {
@@ -119,3 +125,5 @@ export class Handle implements Place {
     }
   }
 }
+
+const first = (rows: readonly unknown[]): unknown => rows[0];

@@ -19,27 +19,32 @@ import { withinDeadline } from './body.ts';
 import { rateLimited, type Limits } from './limits.ts';
 
 export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange, Answer> {
-  return async (x, next) => {
-    let decisions: Decisions;
-    try {
-      // The lookup and the counts wait for the database or Redis: raced against the request's clock.
-      decisions = await withinDeadline(x, admit(x, authenticator, limits));
-    } catch (error) {
-      // A refusal carries its decisions; a clock that ran out during the user's count leaves the principal found.
-      throw error instanceof Unwinding || x.principal === undefined
-        ? error
-        : unwinding(error, { principal: x.principal });
-    }
-    if (decisions === NONE) return next(x);
-    try {
-      const answer = await next(x);
+  // Not an async function: a request waiting inward holds callbacks here, not a suspended frame.
+  return (x, next) =>
+    // The lookup and the counts wait for the database or Redis: raced against the request's clock.
+    withinDeadline(x, admit(x, authenticator, limits)).then(
+      (decisions) => (decisions === NONE ? next(x) : decided(next(x), decisions)),
+      (error: unknown) => {
+        // A refusal carries its decisions; a clock that ran out during the user's count leaves the principal found.
+        throw error instanceof Unwinding || x.principal === undefined
+          ? error
+          : unwinding(error, { principal: x.principal });
+      },
+    );
+}
+
+/** The answer of the stages inside, or their error, handed outward with this stage's decisions. */
+function decided(inner: Promise<Answer>, decisions: Decisions): Promise<Answer> {
+  return inner.then(
+    (answer) => {
       if (decisions.principal !== undefined) answer.principal = decisions.principal;
       if (decisions.rate !== undefined) answer.rate = decisions.rate;
       return answer;
-    } catch (error) {
+    },
+    (error: unknown) => {
       throw unwinding(error, decisions);
-    }
-  };
+    },
+  );
 }
 
 /** The principal and rate decision of a request that may go on; a refusal is thrown with those made before it. */

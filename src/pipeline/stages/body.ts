@@ -31,17 +31,29 @@ export function databaseDeadline(deadlineMs: number, log: Logger): Stage<Exchang
       x.scope.resolved = (resolution) => log.info(OUTCOME_KNOWN, { requestId: x.requestId, resolution });
     return outcome;
   };
-  return async (x, next) => {
+  // Not an async function: a request waiting inward holds callbacks here, not a suspended frame.
+  return (x, next) => {
     const clock = startDeadline(deadlineMs, () =>
       giveUp(x) === 'unknown' ? new OutcomeUnknown() : new DeadlineExceeded(deadlineMs),
     );
     x.client.gone?.(() => giveUp(x));
     x.deadline = clock;
+    let answer: Promise<Answer>;
     try {
-      return await next(x);
-    } finally {
-      clock.settle();
+      answer = next(x);
+    } catch (error) {
+      answer = Promise.reject(error);
     }
+    return answer.then(
+      (settled) => {
+        clock.settle();
+        return settled;
+      },
+      (error: unknown) => {
+        clock.settle();
+        throw error;
+      },
+    );
   };
 }
 

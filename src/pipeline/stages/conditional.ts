@@ -4,9 +4,9 @@
  * inside it, is the one place a 2xx is finished (`finish()`: media type, `ETag`, `Cache-Control`, 304), so a keyed
  * POST's answer is stored finished; a route's `currentTag` answers a match with 304 before its handler runs.
  */
-import { parseConditions } from '../../http/conditional.ts';
+import { type Conditions, parseConditions } from '../../http/conditional.ts';
 import { finish, notModifiedEarly, type FinishOptions } from '../../http/semantics.ts';
-import type { Stage } from '../compose.ts';
+import type { Next, Stage } from '../compose.ts';
 import { contextOf, routeOf, type Exchange } from '../exchange.ts';
 
 export function preconditions(): Stage<Exchange> {
@@ -21,19 +21,41 @@ export function preconditions(): Stage<Exchange> {
 }
 
 export function conditional(cacheMaxAge: number): Stage<Exchange> {
-  return async (x, next) => {
+  // Not an async function: a request waiting for its handler holds a callback here, not a suspended frame.
+  return (x, next) => {
     const route = routeOf(x);
     const { method } = x.request;
     const { conditions } = x;
-    if (conditions === undefined) throw new Error('the conditional stage ran outside the preconditions stage');
+    if (conditions === undefined)
+      return Promise.reject(new Error('the conditional stage ran outside the preconditions stage'));
     const options: FinishOptions = { cache: route.plan.cache, contentType: x.contentType, cacheMaxAge };
     const { currentTag } = route;
-    if (currentTag !== undefined && conditions.ifNoneMatch !== null) {
-      const tags = x.tagSource?.handle(x.scope);
-      const early = await notModifiedEarly(method, conditions, () => currentTag(contextOf(x, tags)), options);
-      if (early !== undefined) return early;
-    }
-    const response = await next(x);
-    return response.status < 300 ? finish(method, conditions, response, options) : response;
+    if (currentTag !== undefined && conditions.ifNoneMatch !== null)
+      return revalidated(x, next, () => currentTag(contextOf(x, x.tagSource?.handle(x.scope))), options);
+    return next(x).then((response) => finished(method, conditions, response, options));
   };
+}
+
+/** A GET with `If-None-Match` on a route that finds its tag alone: 304 from the tag, else the handler's answer. */
+async function revalidated(
+  x: Exchange,
+  next: Next<Exchange>,
+  tag: () => Promise<string>,
+  options: FinishOptions,
+): Promise<Response> {
+  const { method } = x.request;
+  const conditions = x.conditions as Conditions;
+  const early = await notModifiedEarly(method, conditions, tag, options);
+  if (early !== undefined) return early;
+  return finished(method, conditions, await next(x), options);
+}
+
+/** The handler's `response` as the client receives it: a success finished (tag, caching, 304), else as it is. */
+function finished(
+  method: string,
+  conditions: Conditions,
+  response: Response,
+  options: FinishOptions,
+): Response | Promise<Response> {
+  return response.status < 300 ? finish(method, conditions, response, options) : response;
 }
