@@ -6,6 +6,18 @@ export type Next<S, R = Response> = (state: S) => Promise<R>;
 /** A stage: `R` is a `Response`, or an `Answer` with the decisions outer stages report. */
 export type Stage<S, R = Response> = (state: S, next: Next<S, R>) => Promise<R>;
 
+/**
+ * `run(state)` as a promise, a synchronous throw as its rejection: for a stage written without `async` that waits on
+ * what it calls (`next`, an inner chain) and must see every failure of it in one place.
+ */
+export function attempt<S, R>(run: (state: S) => Promise<R>, state: S): Promise<R> {
+  try {
+    return run(state);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** A stage that does nothing: where a rule is off (no CORS origins, no rate limit). compose() leaves it out. */
 export function pass<S, R = Response>(): Stage<S, R> {
   return PASS as unknown as Stage<S, R>;

@@ -19,7 +19,7 @@ import { createRouter } from '../../src/http/router.ts';
 import { versionPolicy } from '../../src/http/semantics.ts';
 import { createHttpMetrics } from '../../src/metrics/http-metrics.ts';
 import { unwound, unwinding, Unwinding, type Answer } from '../../src/pipeline/answer.ts';
-import { compose, pass, type Next, type Stage } from '../../src/pipeline/compose.ts';
+import { attempt, compose, pass, type Next, type Stage } from '../../src/pipeline/compose.ts';
 import type { HandlerServices, ReplicaReads, RouteSpec } from '../../src/pipeline/context.ts';
 import { newExchange, type Exchange } from '../../src/pipeline/exchange.ts';
 import { planned, type PlannedRoute } from '../../src/pipeline/plan.ts';
@@ -104,6 +104,20 @@ async function outcome(stage: Stage<Exchange>, x: Exchange, next: Next<Exchange>
 function asResponses(stage: Stage<Exchange, Answer>): Stage<Exchange> {
   return async (x, next) => (await stage(x, async (y) => ({ response: await next(y) }))).response;
 }
+
+describe('attempt()', () => {
+  it('hands back the promise it is given, and turns a synchronous throw into a rejection', async () => {
+    const given = Promise.resolve('answer');
+    assert.equal(
+      attempt(() => given, 1),
+      given,
+    );
+    const rejected = attempt((state: number) => {
+      throw new Error(`thrown before answering ${state}`);
+    }, 2);
+    await assert.rejects(rejected, { message: 'thrown before answering 2' });
+  });
+});
 
 describe('compose()', () => {
   /** A state compose() can run: what the stages saw, and the stage the request is in. */

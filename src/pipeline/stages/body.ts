@@ -17,7 +17,7 @@ import {
 import { bodySourceOf } from '../../http/incoming-request.ts';
 import { addressGroup } from '../../http/rate-limit.ts';
 import type { Answer } from '../answer.ts';
-import type { Next, Stage } from '../compose.ts';
+import { attempt, type Next, type Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function databaseDeadline(deadlineMs: number, log: Logger): Stage<Exchange, Answer> {
@@ -38,13 +38,7 @@ export function databaseDeadline(deadlineMs: number, log: Logger): Stage<Exchang
     );
     x.client.gone?.(() => giveUp(x));
     x.deadline = clock;
-    let answer: Promise<Answer>;
-    try {
-      answer = next(x);
-    } catch (error) {
-      answer = Promise.reject(error);
-    }
-    return answer.then(
+    return attempt(next, x).then(
       (settled) => {
         clock.settle();
         return settled;
@@ -65,15 +59,7 @@ export function withinDeadline<T>(x: Exchange, promise: Promise<T>): Promise<T> 
 /** The innermost stage of the answers: the body and database stages, raced against the request's clock. */
 export function work(inner: (x: Exchange) => Promise<Response>): Stage<Exchange, Answer> {
   // Not an async function: a request waiting for the database holds no suspended frame here.
-  return (x) => {
-    let response: Promise<Response>;
-    try {
-      response = inner(x);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return withinDeadline(x, response).then(answered);
-  };
+  return (x) => withinDeadline(x, attempt(inner, x)).then(answered);
 }
 const answered = (response: Response): Answer => ({ response });
 

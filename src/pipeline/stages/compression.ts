@@ -19,6 +19,8 @@ import type { Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
+const ACCEPT_ENCODING = ['Accept-Encoding'];
+
 export function compression(): Stage<Exchange, Answer> {
   // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
   return (x, next) => next(x).then((answer) => coded(x, answer));
@@ -66,8 +68,6 @@ function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
  * On a 304, the tag the client holds: of its `If-None-Match` tags for the representation, the one of this
  * request's coding, else the first (RFC 9111 §4.3.4: a cache updates the stored answer of that tag).
  */
-const ACCEPT_ENCODING = ['Accept-Encoding'];
-
 function retag(headers: Fields, ifNoneMatch: TagList | null, coding: Coding | undefined): void {
   const etag = headers.get('etag');
   if (etag === null || ifNoneMatch === null || ifNoneMatch === '*') return;

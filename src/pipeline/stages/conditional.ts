@@ -31,7 +31,7 @@ export function conditional(cacheMaxAge: number): Stage<Exchange> {
     const options: FinishOptions = { cache: route.plan.cache, contentType: x.contentType, cacheMaxAge };
     const { currentTag } = route;
     if (currentTag !== undefined && conditions.ifNoneMatch !== null)
-      return revalidated(x, next, () => currentTag(contextOf(x, x.tagSource?.handle(x.scope))), options);
+      return revalidated(x, next, conditions, () => currentTag(contextOf(x, x.tagSource?.handle(x.scope))), options);
     return next(x).then((response) => finished(method, conditions, response, options));
   };
 }
@@ -40,11 +40,11 @@ export function conditional(cacheMaxAge: number): Stage<Exchange> {
 async function revalidated(
   x: Exchange,
   next: Next<Exchange>,
+  conditions: Conditions,
   tag: () => Promise<string>,
   options: FinishOptions,
 ): Promise<Response> {
   const { method } = x.request;
-  const conditions = x.conditions as Conditions;
   const early = await notModifiedEarly(method, conditions, tag, options);
   if (early !== undefined) return early;
   return finished(method, conditions, await next(x), options);

@@ -22,7 +22,7 @@ import {
 } from '../../http/problem.ts';
 import { bufferedResponse } from '../../http/response.ts';
 import { unwound, type Answer } from '../answer.ts';
-import type { Stage } from '../compose.ts';
+import { attempt, type Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
 
 export function problems(log: Logger): Stage<Exchange, Answer> {
@@ -38,15 +38,7 @@ export function problems(log: Logger): Stage<Exchange, Answer> {
     return { ...decisions, response: problemResponse(toHttpError(error, x, log), x.path, x.requestId) };
   };
   // Not an async function: a request waiting inward holds a callback here, not a suspended frame.
-  return (x, next) => {
-    let answer: Promise<Answer>;
-    try {
-      answer = next(x);
-    } catch (thrown) {
-      answer = Promise.reject(thrown);
-    }
-    return answer.then(undefined, (thrown: unknown) => answerTo(x, thrown));
-  };
+  return (x, next) => attempt(next, x).then(undefined, (thrown: unknown) => answerTo(x, thrown));
 }
 
 function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
