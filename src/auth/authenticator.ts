@@ -7,7 +7,7 @@
 import type { Database } from '../db/database.ts';
 import type { RequestScope } from '../db/cancellation.ts';
 import { HttpError } from '../http/problem.ts';
-import { parseAuthorization, tokenHash, tokenKind, type Scope } from './tokens.ts';
+import { parseAuthorization, tokenHashText, tokenKind, type Scope } from './tokens.ts';
 
 export type Role = 'customer' | 'admin';
 
@@ -24,6 +24,8 @@ export interface Authenticator {
    * statements. `beforeGuess` is called (and may throw) before a lookup of an untagged token not validated lately.
    */
   authenticate(authorization: string | null, scope?: RequestScope, beforeGuess?: () => void): Promise<Principal>;
+  /** The principal of a token validated lately (what `authenticate` would give at once), else `undefined`. */
+  known?(authorization: string | null): Principal | undefined;
 }
 
 export const CACHE_TTL_MS = 2_000;
@@ -52,8 +54,9 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
   /** Untagged tokens validated lately, until when (bounded as the cache is). */
   const vouched = new Map<string, number>();
 
-  async function lookUp(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
+  async function lookUp(key: string, scope: RequestScope | undefined): Promise<Principal> {
     const at = now();
+    const hash = Buffer.from(key, 'base64');
     const row = await (scope === undefined ? db : db.handle(scope)).opt('FindActiveToken', [hash]);
     if (row === undefined) throw unauthorized(true);
     const principal: Principal = {
@@ -72,8 +75,8 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
     return principal;
   }
 
-  function lead(hash: Buffer, key: string, scope: RequestScope | undefined): Promise<Principal> {
-    const lookup: Lookup = { principal: lookUp(hash, key, scope), scope };
+  function lead(key: string, scope: RequestScope | undefined): Promise<Principal> {
+    const lookup: Lookup = { principal: lookUp(key, scope), scope };
     underWay.set(key, lookup);
     const done = () => {
       if (underWay.get(key) === lookup) underWay.delete(key);
@@ -83,12 +86,17 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
   }
 
   return {
+    known(authorization) {
+      const credentials = parseAuthorization(authorization);
+      if (credentials.kind !== 'bearer') return undefined;
+      const cached = cache.get(tokenHashText(credentials.token));
+      return cached !== undefined && cached.until > now() ? cached.principal : undefined;
+    },
     async authenticate(authorization, scope, beforeGuess) {
       const credentials = parseAuthorization(authorization);
       if (credentials.kind === 'none') throw unauthorized(false);
       if (credentials.kind === 'malformed') throw unauthorized(true);
-      const hash = tokenHash(credentials.token);
-      const key = hash.toString('base64');
+      const key = tokenHashText(credentials.token);
       // A token validated lately (only a real one is ever cached): its tag needs no second look.
       const cached = cache.get(key);
       if (cached !== undefined && cached.until > now()) return cached.principal;
@@ -99,7 +107,7 @@ export function createAuthenticator(db: Database, tokenKey: Uint8Array, now: () 
       if (kind === 'untagged' && (vouched.get(key) ?? 0) <= now()) beforeGuess?.();
       for (;;) {
         const shared = underWay.get(key);
-        if (shared === undefined) return lead(hash, key, scope);
+        if (shared === undefined) return lead(key, scope);
         try {
           return await shared.principal;
         } catch (error) {

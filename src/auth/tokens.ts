@@ -60,6 +60,11 @@ export function tokenHash(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
 
+/** `tokenHash(token)` in base64, made at once (a third of the time of the digest's `Buffer` and its conversion). */
+export function tokenHashText(token: string): string {
+  return hash('sha256', token, 'base64');
+}
+
 /** True when `token` has the shape of one of ours, tagged or made before tags (it may still be unknown). */
 export function isWellFormedToken(token: string): boolean {
   return TAGGED.test(token) || UNTAGGED.test(token);
@@ -73,12 +78,15 @@ export type Credentials =
 
 /** Reads an `Authorization` header value; another scheme (Basic, …) counts as no credentials (RFC 6750 §3.1). */
 export function parseAuthorization(value: string | null): Credentials {
-  if (value === null || value.trim() === '') return { kind: 'none' };
-  const scheme = SCHEME.exec(value.trim());
-  if (scheme === null || (scheme[1] as string).toLowerCase() !== 'bearer') return { kind: 'none' };
-  const match = BEARER.exec(value.trim());
-  return match ? { kind: 'bearer', token: match[1] as string } : { kind: 'malformed' };
+  const trimmed = value?.trim() ?? '';
+  // The usual case first: a Bearer header in the token's syntax.
+  const match = BEARER.exec(trimmed);
+  if (match !== null) return { kind: 'bearer', token: match[1] as string };
+  const scheme = SCHEME.exec(trimmed);
+  return scheme !== null && (scheme[1] as string).toLowerCase() === 'bearer' ? MALFORMED : NO_CREDENTIALS;
 }
+const NO_CREDENTIALS: Credentials = Object.freeze({ kind: 'none' });
+const MALFORMED: Credentials = Object.freeze({ kind: 'malformed' });
 
 /** Parses `a,b,c` into scopes; the unknown ones are returned separately. */
 export function parseScopes(value: string): { scopes: Scope[]; unknown: string[] } {

@@ -25,9 +25,12 @@ export interface Exchange extends Passage {
   readonly started: number;
   /** contract §13: the client's `X-Request-Id` when well formed, else a new UUID. */
   readonly requestId: string;
+  /** Parsed when first read: a GET by id never reads its query. */
   readonly url: URL;
   /** The path as the client sent it (routing and the log): URL parsing resolves `..` and `\`. */
   readonly path: string;
+  /** `url.pathname`, without parsing the URL when the path has nothing for it to resolve or encode. */
+  readonly pathname: string;
   /** contract §16: the forwarded address only from a trusted proxy; what rate limits and the log see. */
   readonly address: string;
   readonly services: HandlerServices;
@@ -69,6 +72,8 @@ export interface Exchange extends Passage {
 
 // 1–128 visible ASCII characters.
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+// A path URL parsing leaves as it is: no dot segment, backslash or percent sign to resolve, nothing to encode.
+const PLAIN_PATH = /^\/[A-Za-z0-9\-_~/]*$/;
 const EMPTY = new Uint8Array(0);
 
 /** Where a request's statements go: a database (the primary, the replica) that gives a request its handle. */
@@ -89,45 +94,69 @@ export interface ExchangeParts {
 
 /** The state of `request` as it arrives from `client`. */
 export function newExchange(request: Request, client: ClientInfo, parts: ExchangeParts): Exchange {
-  const started = performance.now();
-  const header = (name: string) => fieldOf(request, name);
-  const incomingId = header('x-request-id');
-  const { trusted } = parts;
-  const url = new URL(request.url);
-  const path = client.path ?? url.pathname;
-  const match = parts.router.match(request.method, path);
-  const found = match.kind === 'found';
-  return {
-    request,
-    header,
-    started,
-    requestId: incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID(),
-    url,
-    path,
-    address:
+  return new Arrival(request, client, parts);
+}
+
+/**
+ * An exchange: a class, so that its URL is parsed only when read, by a getter on the prototype (a getter of an
+ * object literal made each literal about 1 µs slower to build than the request's other work here).
+ */
+class Arrival implements Exchange {
+  readonly request: Request;
+  readonly header: (name: string) => string | null;
+  readonly started = performance.now();
+  readonly requestId: string;
+  readonly path: string;
+  readonly pathname: string;
+  readonly address: string;
+  readonly services: HandlerServices;
+  preflight = false;
+  deadline: RequestClock | undefined = undefined;
+  readonly scope = new RequestScope();
+  readonly client: ClientInfo;
+  body: Uint8Array = EMPTY;
+  readonly match: RouteMatch<PlannedRoute>;
+  readonly route: PlannedRoute | undefined;
+  readonly params: Params;
+  version: Version | undefined = undefined;
+  contentType: string | undefined = undefined;
+  principal: Principal | undefined = undefined;
+  conditions: Conditions | undefined = undefined;
+  source: Source;
+  tagSource: Source | undefined = undefined;
+  handle: Db | undefined = undefined;
+  savepoint: Db | undefined = undefined;
+  respond: Handler | undefined = undefined;
+  stage = 0;
+  #url: URL | undefined;
+
+  constructor(request: Request, client: ClientInfo, parts: ExchangeParts) {
+    this.request = request;
+    this.client = client;
+    const header = (name: string) => fieldOf(request, name);
+    this.header = header;
+    const incomingId = header('x-request-id');
+    this.requestId = incomingId !== null && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    const path = client.path ?? this.url.pathname;
+    this.path = path;
+    this.pathname = PLAIN_PATH.test(path) ? path : this.url.pathname;
+    const { trusted } = parts;
+    this.address =
       trusted === undefined
         ? client.remoteAddress
-        : clientAddress(client.remoteAddress, header(parts.proxyHeader), trusted, parts.proxyHeader),
-    services: parts.services,
-    preflight: false,
-    deadline: undefined,
-    scope: new RequestScope(),
-    client,
-    body: EMPTY,
-    match,
-    route: found ? match.handler : undefined,
-    params: found ? match.params : {},
-    version: undefined,
-    contentType: undefined,
-    principal: undefined,
-    conditions: undefined,
-    source: parts.database,
-    tagSource: undefined,
-    handle: undefined,
-    savepoint: undefined,
-    respond: undefined,
-    stage: 0,
-  };
+        : clientAddress(client.remoteAddress, header(parts.proxyHeader), trusted, parts.proxyHeader);
+    this.services = parts.services;
+    this.source = parts.database;
+    const match = parts.router.match(request.method, path);
+    this.match = match;
+    this.route = match.kind === 'found' ? match.handler : undefined;
+    this.params = match.kind === 'found' ? match.params : {};
+  }
+
+  get url(): URL {
+    this.#url ??= new URL(this.request.url);
+    return this.#url;
+  }
 }
 
 /** The route of an exchange past the route stage (a stage inside it can rely on one). */

@@ -176,6 +176,24 @@ describe('createAuthenticator()', () => {
     );
   });
 
+  it('knows a token at once only while authenticate() would answer it from its cache', async () => {
+    let now = 1_000_000;
+    const authenticator = createAuthenticator(t.server.db, await serviceKey(t.server.db, 'token'), () => now);
+    const { token, record } = await createToken(t.server.db, alice.id, ['orders:read'], null);
+    assert.equal(authenticator.known?.(`Bearer ${token}`), undefined, 'not validated yet');
+    const principal = await authenticator.authenticate(`Bearer ${token}`);
+    assert.equal(authenticator.known?.(`Bearer ${token}`), principal);
+    assert.equal(authenticator.known?.(`bearer   ${token}  `), principal, 'the scheme in any case, spaces around');
+    assert.equal(authenticator.known?.(null), undefined);
+    assert.equal(authenticator.known?.(`Basic ${token}`), undefined);
+    assert.equal(authenticator.known?.(`Bearer ${token}x`), undefined, 'another token');
+    await revokeToken(t.server.db, record.id);
+    now += 1_999;
+    assert.equal(authenticator.known?.(`Bearer ${token}`), principal, 'still cached');
+    now += 2;
+    assert.equal(authenticator.known?.(`Bearer ${token}`), undefined, 'the entry has expired');
+  });
+
   it('never caches a token past its own expiry', async () => {
     let now = Date.now();
     const authenticator = createAuthenticator(t.server.db, await serviceKey(t.server.db, 'token'), () => now);

@@ -75,6 +75,39 @@ function exchange(path: string, init: RequestInit = {}, fields: Partial<Exchange
   return Object.assign(x, fields);
 }
 
+describe('newExchange()', () => {
+  const parts = {
+    trusted: undefined,
+    proxyHeader: 'x-forwarded-for' as const,
+    router,
+    database: primary,
+    services: {} as HandlerServices,
+  };
+  it("gives the path as URL parsing does, the client's own when it has nothing to resolve", () => {
+    const paths = [
+      '/v1/orders/12',
+      '/v1/orders/a-b_c~D9/',
+      '/',
+      '/v1/orders/../users/1',
+      '/v1/./orders',
+      '/v1/%2e%2E/users',
+      '/v1/orders/%41',
+      '/v1\\orders',
+      '/v1/or ders',
+      '/v1/ordérs',
+      '/v1/orders.json',
+      '//v1',
+    ];
+    for (const path of paths) {
+      const x = newExchange(new Request(`http://localhost${path}`), { remoteAddress: '10.0.0.1', path }, parts);
+      assert.equal(x.path, path);
+      assert.equal(x.pathname, new URL(`http://localhost${path}`).pathname, path);
+      assert.equal(x.url.pathname, x.pathname, path);
+      assert.equal(x.url, x.url, 'parsed once');
+    }
+  });
+});
+
 /** A `next` that answers `response` (a fresh copy each time) and counts its calls. */
 function fakeNext(
   make: () => Response | Promise<Response> = () => new Response('inner'),

@@ -7,6 +7,7 @@ import {
   parseScopes,
   parseTtl,
   tokenHash,
+  tokenHashText,
   tokenKind,
 } from '../../src/auth/tokens.ts';
 
@@ -48,6 +49,12 @@ describe('tokenHash()', () => {
     assert.equal(tokenHash('ord_x').length, 32);
   });
 });
+describe('tokenHashText()', () => {
+  it('is the digest in base64', () => {
+    assert.equal(tokenHashText('abc'), 'ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=');
+    assert.equal(tokenHashText('ord_x'), tokenHash('ord_x').toString('base64'));
+  });
+});
 
 describe('parseAuthorization()', () => {
   const cases: [string | null, ReturnType<typeof parseAuthorization>][] = [
@@ -62,6 +69,8 @@ describe('parseAuthorization()', () => {
     ['Bearer a b', { kind: 'malformed' }],
     ['Bearer ord_ä', { kind: 'malformed' }],
     ['Bearer,ord_abc', { kind: 'none' }],
+    ['  Bearer ord_abc  ', { kind: 'bearer', token: 'ord_abc' }],
+    ['Bearerx ord_abc', { kind: 'none' }],
   ];
   for (const [value, expected] of cases) {
     it(`reads ${JSON.stringify(value)}`, () => {

@@ -271,3 +271,84 @@ describe("the pipeline's tables of users and addresses", () => {
     }
   });
 });
+
+describe("the pipeline's decision for a token validated lately", () => {
+  type Principal = Awaited<ReturnType<Authenticator['authenticate']>>;
+  const principalOf = (header: string | null): Principal =>
+    ({
+      userId: Number(header?.slice('Bearer user'.length)),
+      role: 'customer',
+      tokenId: 1,
+      scopes: new Set(['orders:read']),
+    }) as Principal;
+  /** An authenticator that counts its lookups; with `known`, it knows what it has looked up, as its cache does. */
+  const authenticatorOf = (withKnown: boolean) => {
+    const seen = new Map<string, Principal>();
+    let lookups = 0;
+    const authenticator: Authenticator = {
+      authenticate: async (header) => {
+        lookups += 1;
+        const principal = principalOf(header);
+        seen.set(header ?? '', principal);
+        return principal;
+      },
+      ...(withKnown ? { known: (header: string | null) => seen.get(header ?? '') } : {}),
+    };
+    return { authenticator, lookups: () => lookups };
+  };
+  const route = (pattern: string, auth: RouteSpec['auth']): RouteSpec => ({
+    method: 'GET',
+    pattern,
+    auth,
+    versioned: false,
+    doc: { summary: pattern, success: { status: 200 } },
+    handler: async () => new Response('ok'),
+  });
+  /** Status, RateLimit and WWW-Authenticate of each request, and the user in its log line. */
+  const run = async (withKnown: boolean) => {
+    const { authenticator, lookups } = authenticatorOf(withKnown);
+    const lines: { userId?: number | null }[] = [];
+    const app = createApp(
+      {
+        config: loadConfig({ RATE_LIMIT: '3/60' }),
+        db: {} as Database,
+        cursorKeys: { keys: [new Uint8Array(32)], reload: async () => {}, stop: () => {} },
+        log: createLogger('info', (line) => lines.push(JSON.parse(line))),
+        authenticator,
+      },
+      [route('/mine', 'orders:read'), route('/users', 'users:read')],
+    );
+    const seen: [number, string | null, string | null, number | null | undefined][] = [];
+    for (const [user, path] of [
+      [1, '/mine'],
+      [1, '/mine'],
+      [1, '/users'],
+      [1, '/mine'],
+      [2, '/users'],
+      [2, '/users'],
+    ] as const) {
+      const request = new Request(`http://localhost${path}`, { headers: { authorization: `Bearer user${user}` } });
+      const response = await app(request, { remoteAddress: '192.0.2.1' });
+      const ratelimit = response.headers.get('ratelimit')?.replace(/t=\d+/, 't=T') ?? null;
+      seen.push([response.status, ratelimit, response.headers.get('www-authenticate'), lines.at(-1)?.userId]);
+    }
+    return { seen, lookups: lookups() };
+  };
+
+  it('counts, refuses and logs it as a token looked up, with no lookup of its own', async () => {
+    const known = await run(true);
+    const looked = await run(false);
+    const scope = 'Bearer error="insufficient_scope", scope="users:read"';
+    assert.deepEqual(known.seen, [
+      [200, '"default";r=2;t=T', null, 1],
+      [200, '"default";r=1;t=T', null, 1],
+      [403, '"default";r=0;t=T', scope, 1],
+      [429, '"default";r=0;t=T', null, 1],
+      [403, '"default";r=2;t=T', scope, 2],
+      [403, '"default";r=1;t=T', scope, 2],
+    ]);
+    assert.deepEqual(looked.seen, known.seen);
+    assert.equal(known.lookups, 2, 'one lookup a user, the first');
+    assert.equal(looked.lookups, 6);
+  });
+});

@@ -20,9 +20,13 @@ import { rateLimited, type Limits } from './limits.ts';
 
 export function authorize(authenticator: Authenticator, limits: Limits | undefined): Stage<Exchange, Answer> {
   // Not an async function: a request waiting inward holds callbacks here, not a suspended frame.
-  return (x, next) =>
+  return (x, next) => {
+    // Nearly every request: a token validated lately, counted in this process's windows, decided without a wait.
+    const known = admitKnown(x, authenticator, limits);
+    if (known instanceof Unwinding) return Promise.reject(known);
+    if (known !== undefined) return decided(next(x), known);
     // The lookup and the counts wait for the database or Redis: raced against the request's clock.
-    withinDeadline(x, admit(x, authenticator, limits)).then(
+    return withinDeadline(x, admit(x, authenticator, limits)).then(
       (decisions) => (decisions === NONE ? next(x) : decided(next(x), decisions)),
       (error: unknown) => {
         // A refusal carries its decisions; a clock that ran out during the user's count leaves the principal found.
@@ -31,6 +35,28 @@ export function authorize(authenticator: Authenticator, limits: Limits | undefin
           : unwinding(error, { principal: x.principal });
       },
     );
+  };
+}
+
+/**
+ * What `admit` decides, without its waits, for a token validated lately whose user is counted in this process's
+ * windows: the decisions, or the refusal (429, 403) carrying them. `undefined`, nothing counted: `admit` decides.
+ */
+function admitKnown(
+  x: Exchange,
+  authenticator: Authenticator,
+  limits: Limits | undefined,
+): Decisions | Unwinding | undefined {
+  const route = routeOf(x);
+  if (route.auth === 'public') return undefined;
+  const principal = authenticator.known?.(x.header('authorization'));
+  if (principal === undefined) return undefined;
+  const rate = limits?.countNow('users', String(principal.userId));
+  if (limits !== undefined && rate === undefined) return undefined;
+  x.principal = principal;
+  const decisions: Decisions = rate === undefined ? { principal } : { principal, rate };
+  if (rate !== undefined && !rate.allowed) return unwinding(rateLimited(rate), decisions);
+  return principal.scopes.has(route.auth) ? decisions : unwinding(insufficientScope(route.auth), decisions);
 }
 
 /** The answer of the stages inside, or their error, handed outward with this stage's decisions. */

@@ -19,7 +19,7 @@ export function representationFields(versions: VersionPolicy): Stage<Exchange, A
       // Added to what the handler's answer varies by already, never in its place.
       if (vary.length > 0) headers.set('vary', varyWith(headers.get('vary'), vary));
     }
-    if ((answer.version ?? x.match.version) === 1) versions.decorate(headers, x.url.pathname);
+    if ((answer.version ?? x.match.version) === 1) versions.decorate(headers, x.pathname);
     return answer;
   };
   // Not an async function: a request waiting inward holds a callback here, not a suspended frame.

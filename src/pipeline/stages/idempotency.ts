@@ -25,14 +25,14 @@ async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
   if (parsed.key === undefined) {
     if (routeOf(x).plan.idempotency !== 'required') return next(x);
     throw new HttpError(400, 'idempotency-key-missing', {
-      detail: `${method} ${x.url.pathname} needs an Idempotency-Key header.`,
+      detail: `${method} ${x.pathname} needs an Idempotency-Key header.`,
     });
   }
   const request = {
     principal,
     key: parsed.key,
-    fingerprint: fingerprint(method, `${x.url.pathname} v${x.version ?? 1}`, x.body),
-    instance: x.url.pathname,
+    fingerprint: fingerprint(method, `${x.pathname} v${x.version ?? 1}`, x.body),
+    instance: x.pathname,
     requestId: x.requestId,
   };
   const once = routeOf(x).keyedInOneStatement;
@@ -44,7 +44,7 @@ async function keyed(x: Exchange, next: Next<Exchange>): Promise<Response> {
     }
     // A key already used: answered as any (a replay, 409, 422); never a first request, which did the work.
     const earlier = answerClaimed(outcome.claim, request);
-    if (earlier === undefined) throw new Error(`${x.url.pathname}: a fresh claim came back from one statement`);
+    if (earlier === undefined) throw new Error(`${x.pathname}: a fresh claim came back from one statement`);
     return earlier;
   }
   return runIdempotent(

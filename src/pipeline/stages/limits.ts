@@ -25,6 +25,8 @@ export interface Limits {
   readonly policy: string;
   /** Counts one request of `key` in `table`'s window; a refused one is counted in the metrics too. */
   count(table: LimitTable, key: string): Promise<RateDecision>;
+  /** As `count`, at once, when the windows are this process's own; `undefined`, nothing counted, when shared. */
+  countNow(table: LimitTable, key: string): RateDecision | undefined;
   /** How `route` is limited (`RouteSpec.rateLimited`, with `'unless-token'` settled). */
   limited(route: RouteSpec | undefined): boolean | 'never';
   /** The 429 for a credential from `address` while its failed authentications are past the limit, else `undefined`. */
@@ -49,16 +51,21 @@ export function createLimits(
     failures: createRateLimiter(config.rateLimit, undefined, maxKeys),
   };
   const bars = createBars(maxKeys);
-  const count = async (table: LimitTable, key: string) => {
-    // With REDIS_URL the windows are shared, and these tables are the fallback.
-    const decision =
-      shared === undefined ? tables[table].consume(key) : await shared.consume(table, key, tables[table]);
+  const reported = (table: LimitTable, decision: RateDecision) => {
     if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
     return decision;
   };
+  // With REDIS_URL the windows are shared, and these tables are the fallback.
+  const countNow = (table: LimitTable, key: string) =>
+    shared === undefined ? reported(table, tables[table].consume(key)) : undefined;
+  const count = async (table: LimitTable, key: string) =>
+    shared === undefined
+      ? reported(table, tables[table].consume(key))
+      : reported(table, await shared.consume(table, key, tables[table]));
   return {
     policy: tables.users.policy,
     count,
+    countNow,
     barred(address) {
       // Nothing barred (nearly always): no address group to make.
       if (bars.empty) return undefined;

@@ -63,7 +63,7 @@ function toHttpError(error: unknown, x: Exchange, log: Logger): HttpError {
   log.error('unhandled error', {
     requestId: x.requestId,
     method: x.request.method,
-    path: x.url.pathname,
+    path: x.pathname,
     ...errorFields(error),
     ...(hint === undefined ? {} : { hint }),
   });

@@ -70,7 +70,7 @@ export function negotiation(versions: VersionPolicy): Stage<Exchange, Answer> {
     // Handed outward with the answer (version 1's deprecation fields), an error's too.
     const refused = (error: unknown) => Promise.reject(unwinding(error, { version }));
     try {
-      if (version === 1) versions.refuseWhenSunset(x.url.pathname);
+      if (version === 1) versions.refuseWhenSunset(x.pathname);
     } catch (error) {
       return refused(error);
     }
