@@ -135,9 +135,12 @@ export const MAX_PIPELINED = 64;
 /** How much of an answer may stay unwritten when the connection's next request starts. */
 export const PIPELINE_BUDGET = 64 * 1024;
 
-/** Resolves once at most `PIPELINE_BUDGET` bytes of `res` are left to hand to the system, or it is done or gone. */
-function written(res: ServerResponse): Promise<void> {
-  if (res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET) return Promise.resolve();
+/**
+ * Resolves once at most `PIPELINE_BUDGET` bytes of `res` are left to hand to the system, or it is done or gone;
+ * `undefined` when that is so already (nearly always: no promise to make and adopt).
+ */
+function written(res: ServerResponse): Promise<void> | undefined {
+  if (res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET) return undefined;
   return new Promise((resolve) => {
     const check = () => {
       if (!(res.writableFinished || res.destroyed || res.writableLength <= PIPELINE_BUDGET)) return;

@@ -49,6 +49,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   // Every open connection, with the number of its requests whose response is not yet written.
   const connections = new Map<Socket, number>();
   let closing = false;
+  const isClosing = () => closing;
   const settle = (socket: Socket, change: number) => {
     // A closed socket is gone from the table (its 'close' comes before its last response's): never add it back.
     const current = connections.get(socket);
@@ -66,7 +67,8 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
     const socket = req.socket;
     settle(socket, +1);
     const client = new Client(req, healthOnly.has(socket));
-    res.once('close', () => {
+    // 'close' comes once: `on` spares the wrapper `once` makes.
+    res.on('close', () => {
       settle(socket, -1);
       if (!res.writableFinished) client.left();
     });
@@ -77,7 +79,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
       return;
     }
     const run = () =>
-      serve(handler, client, req, res, expectsContinue, () => closing, options.lingerMs).catch((error: unknown) => {
+      serve(handler, client, req, res, expectsContinue, isClosing, options.lingerMs).catch((error: unknown) => {
         // Only a failed write lands here (the client went mid-body, say): the handler itself never throws.
         res.destroy(error instanceof Error ? error : new Error(String(error)));
       });
@@ -144,7 +146,7 @@ export function createNodeServer(handler: FetchHandler, options: NodeServerOptio
   };
 }
 
-async function serve(
+function serve(
   handler: FetchHandler,
   client: Client,
   req: IncomingMessage,
@@ -155,7 +157,8 @@ async function serve(
 ): Promise<void> {
   const target = req.url ?? '';
   const origin = originForm(target);
-  const path = origin?.split('?', 1)[0] ?? target;
+  const query = origin?.indexOf('?') ?? -1;
+  const path = origin === undefined ? target : query < 0 ? origin : origin.slice(0, query);
   let started = false;
   const beforeBody = () => {
     if (started) return;
@@ -165,14 +168,22 @@ async function serve(
   // Anything but origin- or absolute-form gets a URL path that routes nowhere.
   const request = new IncomingRequest(req, origin ?? '/\u0000invalid-target', beforeBody);
   client.path = path;
-  const response = await handler(request as unknown as Request, client);
-  // A body left unread is drained only if never touched, small and on its way (no 100 Continue awaited); else the
-  // connection ends with this answer, as it must after a body whose reading stopped midway (refused).
-  const keep = req.complete || (!started && !expectsContinue && drainable(req));
-  if (!keep) lingeringClose(req.socket, lingerMs);
-  // A connection of the health reserve serves one answer, then goes: the room is for the next check.
-  const streamed = writeResponse(req, res, response, closing() || !keep || client.healthOnly);
-  if (streamed !== undefined) await streamed;
+  // Not an async function: a request waiting for its answer holds one callback here, not a suspended frame. A
+  // handler that throws at once is answered as one that rejects.
+  let answer: Promise<Response>;
+  try {
+    answer = handler(request as unknown as Request, client);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return answer.then((response) => {
+    // A body left unread is drained only if never touched, small and on its way (no 100 Continue awaited); else the
+    // connection ends with this answer, as it must after a body whose reading stopped midway (refused).
+    const keep = req.complete || (!started && !expectsContinue && drainable(req));
+    if (!keep) lingeringClose(req.socket, lingerMs);
+    // A connection of the health reserve serves one answer, then goes: the room is for the next check.
+    return writeResponse(req, res, response, closing() || !keep || client.healthOnly);
+  });
 }
 
 /** Writes `response`: at once when its bytes are in memory, else a promise of its streamed body written out. */

@@ -63,6 +63,8 @@ function watchOf(asked: LoopWatch | boolean | undefined): LoopWatch | undefined 
 /** The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. */
 const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
 
+const responseOf = (answer: Answer) => answer.response;
+
 /** The app serving `routes` through the pipeline. */
 export function createApp(given: Services, routes: readonly RouteSpec[]): App {
   const router = createRouter<PlannedRoute>(
@@ -115,6 +117,6 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     authorize(given.authenticator, limits),
     work(inner),
   ]);
-  const app = async (request: Request, client: ClientInfo) => (await run(newExchange(request, client, parts))).response;
+  const app = (request: Request, client: ClientInfo) => run(newExchange(request, client, parts)).then(responseOf);
   return Object.assign(app, { bodies, turns: gate });
 }

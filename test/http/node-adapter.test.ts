@@ -105,6 +105,31 @@ async function client(port: number, localAddress = '127.0.0.1') {
   };
 }
 
+describe('createNodeServer(): a handler that fails', () => {
+  it('closes the connection of a handler that throws at once, or rejects, and goes on serving', async () => {
+    const { node, port } = await serving((request) => {
+      const { pathname } = new URL(request.url);
+      if (pathname === '/throws') throw new Error('at once');
+      if (pathname === '/rejects') return Promise.reject(new Error('later'));
+      return Promise.resolve(text('fine'));
+    });
+    try {
+      for (const path of ['/throws', '/rejects']) {
+        const c = await client(port);
+        c.socket.write(`GET ${path} HTTP/1.1\r\nHost: a\r\n\r\n`);
+        assert.equal(await c.closed, true, path);
+        assert.equal(c.received(), '', `${path}: nothing written`);
+      }
+      const c = await client(port);
+      c.socket.write('GET /fine HTTP/1.1\r\nHost: a\r\n\r\n');
+      assert.match(await c.until(/fine$/), /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nfine$/);
+      c.socket.destroy();
+    } finally {
+      await node.close();
+    }
+  });
+});
+
 describe('createNodeServer(): connections (contract §11)', () => {
   it('past MAX_CONNECTIONS, closes the oldest idle keep-alive connection to make room for a new one', async () => {
     const { node, port } = await serving(async () => text('ok'), { maxConnections: 2 });
