@@ -24,28 +24,48 @@ export interface FinishOptions {
  */
 const KEPT_ON_304 = ['cache-control', 'content-location', 'etag', 'expires', 'vary'];
 
-/** `response` as the client receives it, for a request of `method` with `conditions` (parsed once by the pipeline). */
-export async function finish(
+/**
+ * `response` as the client receives it, for a request of `method` with `conditions` (parsed once by the pipeline):
+ * at once when its bytes are in memory (every JSON answer), else once its stream is read.
+ */
+export function finish(
   method: string,
   conditions: Conditions,
   response: Response,
   options: FinishOptions,
-): Promise<Response> {
-  // A buffered response (every JSON one) is finished in place: its bytes are hashed as they are, never copied.
+): Response | Promise<Response> {
+  // A buffered response is finished in place: its bytes are hashed as they are, never copied.
   const buffered = contentOf(response);
-  const headers: Fields = buffered === undefined ? new Headers(response.headers) : fieldsOf(response);
+  if (buffered !== undefined) return finished(method, conditions, response, buffered, options, fieldsOf(response));
+  const headers = new Headers(response.headers);
+  // Only a 200 or 201 is tagged: any other answer's stream passes through unread.
+  if (response.body === null || (response.status !== 200 && response.status !== 201))
+    return finished(method, conditions, response, null, options, headers);
+  return response
+    .arrayBuffer()
+    .then((bytes) => finished(method, conditions, response, new Uint8Array(bytes), options, headers));
+}
+
+/**
+ * `finish()` of a response whose `bytes` are read (`null`: none, or not to tag), with `headers`: its own fields
+ * when buffered (finished in place), else a copy for a new response.
+ */
+function finished(
+  method: string,
+  conditions: Conditions,
+  response: Response,
+  bytes: Uint8Array | null,
+  options: FinishOptions,
+  headers: Fields,
+): Response {
+  const inPlace = contentOf(response) !== undefined;
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE)
     headers.set('content-type', options.contentType);
   const safe = method === 'GET' || method === 'HEAD';
-  if (
-    buffered === null ||
-    (buffered === undefined && response.body === null) ||
-    (response.status !== 200 && response.status !== 201)
-  ) {
+  if (bytes === null || (response.status !== 200 && response.status !== 201)) {
     headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
-    return buffered === undefined ? withHeaders(response, headers as Headers) : response;
+    return inPlace ? response : withHeaders(response, headers as Headers);
   }
-  const bytes = buffered ?? new Uint8Array(await response.arrayBuffer());
   // A handler that knows a tag of its representation (an order's revision) sets it; else the bytes make it.
   const etag = headers.get('etag') ?? etagOf(bytes);
   headers.set('etag', etag);
@@ -54,7 +74,7 @@ export async function finish(
   if (safe && conditions.ifNoneMatch !== null && noneMatchHits(conditions.ifNoneMatch, etag)) {
     return notModified(headers);
   }
-  return buffered === undefined ? bufferedResponse(bytes, { status: response.status, headers }) : response;
+  return inPlace ? response : bufferedResponse(bytes, { status: response.status, headers });
 }
 
 /**

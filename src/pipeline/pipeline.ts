@@ -18,7 +18,7 @@ import { trustedProxies } from '../http/client-address.ts';
 import { createRouter, type Route } from '../http/router.ts';
 import { versionPolicy } from '../http/semantics.ts';
 import { createHttpMetrics } from '../metrics/http-metrics.ts';
-import { compose, type Stage } from './compose.ts';
+import { attempt, compose, type Stage } from './compose.ts';
 import type { RouteSpec, Services } from './context.ts';
 import { planned, type PlannedRoute } from './plan.ts';
 import { contextOf, newExchange, routeOf, type Exchange, type ExchangeParts } from './exchange.ts';
@@ -60,8 +60,13 @@ function watchOf(asked: LoopWatch | boolean | undefined): LoopWatch | undefined 
   return asked === false ? undefined : asked;
 }
 
-/** The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. */
-const handler: Stage<Exchange> = (x) => (x.respond ?? routeOf(x).handler)(contextOf(x));
+/**
+ * The innermost stage: the route's handler, or the answer of a keyed POST done in one statement. A handler that
+ * throws at once (one that is not an async function) rejects, as an async one would, so the stages around it that
+ * hold something for the request (a turn, a body's share) give it back.
+ */
+const handler: Stage<Exchange> = (x) => attempt(answerOf, x);
+const answerOf = (x: Exchange) => (x.respond ?? routeOf(x).handler)(contextOf(x));
 
 const responseOf = (answer: Answer) => answer.response;
 

@@ -157,6 +157,30 @@ const FINISH: readonly (readonly [string, string, string | null, Response, Finis
     },
   ],
   [
+    'a streamed 202: not tagged, its body passed on unread',
+    'GET',
+    null,
+    new Response(BODY, { status: 202, headers: OTHERS }),
+    PRIVATE,
+    {
+      status: 202,
+      headers: { ...OTHERS, 'cache-control': 'private, max-age=30', 'content-type': 'application/vnd.orders.v1+json' },
+      body: BODY,
+    },
+  ],
+  [
+    'a streamed 200 without a body: not tagged',
+    'GET',
+    '"r7"',
+    new Response(null, { status: 200, headers: OTHERS }),
+    PRIVATE,
+    {
+      status: 200,
+      headers: { ...OTHERS, 'cache-control': 'private, max-age=30', 'content-type': 'application/vnd.orders.v1+json' },
+      body: '',
+    },
+  ],
+  [
     'a malformed If-None-Match',
     'GET',
     'r7',
@@ -168,7 +192,9 @@ const FINISH: readonly (readonly [string, string, string | null, Response, Finis
   ],
 ];
 
-async function outcomeOf(run: () => Promise<Response | undefined>): Promise<Outcome | HttpError | undefined> {
+async function outcomeOf(
+  run: () => Response | undefined | Promise<Response | undefined>,
+): Promise<Outcome | HttpError | undefined> {
   try {
     const response = await run();
     if (response === undefined) return undefined;
