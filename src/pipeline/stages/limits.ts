@@ -55,13 +55,11 @@ export function createLimits(
     if (!decision.allowed) metrics.rateLimited(table === 'users' ? 'user' : 'address');
     return decision;
   };
+  const local = (table: LimitTable, key: string) => reported(table, tables[table].consume(key));
   // With REDIS_URL the windows are shared, and these tables are the fallback.
-  const countNow = (table: LimitTable, key: string) =>
-    shared === undefined ? reported(table, tables[table].consume(key)) : undefined;
+  const countNow = (table: LimitTable, key: string) => (shared === undefined ? local(table, key) : undefined);
   const count = async (table: LimitTable, key: string) =>
-    shared === undefined
-      ? reported(table, tables[table].consume(key))
-      : reported(table, await shared.consume(table, key, tables[table]));
+    shared === undefined ? local(table, key) : reported(table, await shared.consume(table, key, tables[table]));
   return {
     policy: tables.users.policy,
     count,
