@@ -1,22 +1,24 @@
-/** JSON responses, serialized once into bytes with their exact length (so HEAD can carry it too). */
+/**
+ * JSON responses, serialized once, with their exact length (so HEAD can carry it too). The text stays a text until
+ * something needs its bytes (a tag made from them, a coding, a stored answer): most go to the socket as they are.
+ */
 import { bufferedResponse } from './response.ts';
 
 export const JSON_CONTENT_TYPE = 'application/json';
 
 /** A JSON response of `text`, JSON already serialized (by the database, say); `headers` are added as given. */
 export function jsonTextResponse(text: string, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
-  const bytes = Buffer.from(text, 'utf8');
-  return bufferedResponse(bytes, {
+  return bufferedResponse(text, {
     status,
-    headers: { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(bytes.byteLength), ...headers },
+    headers: {
+      'content-type': JSON_CONTENT_TYPE,
+      'content-length': String(Buffer.byteLength(text, 'utf8')),
+      ...headers,
+    },
   });
 }
 
 /** A JSON response of `body`; `headers` are added as given. */
 export function jsonResponse(body: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): Response {
-  const bytes = Buffer.from(JSON.stringify(body), 'utf8');
-  return bufferedResponse(bytes, {
-    status,
-    headers: { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(bytes.byteLength), ...headers },
-  });
+  return jsonTextResponse(JSON.stringify(body), status, headers);
 }

@@ -5,7 +5,7 @@
  */
 import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { contentOf, fieldLines } from './response.ts';
+import { fieldLines, heldOf } from './response.ts';
 import { IncomingRequest, originForm } from './incoming-request.ts';
 import { Client, type ClientInfo } from './client-info.ts';
 import {
@@ -197,14 +197,14 @@ function writeResponse(
   const fields = fieldLines(response);
   if (close && !hasLine(fields, 'connection')) fields.push('connection', 'close');
   const noContent = req.method === 'HEAD' || response.status === 204 || response.status === 304;
-  // Bytes in memory go to the socket as they are, in one write with the head: no web stream.
-  const content = contentOf(response);
-  if (content !== undefined) {
-    if (content !== null && !hasLine(fields, 'content-length'))
-      fields.push('content-length', String(content.byteLength));
+  // Content in memory goes to the socket as it is, in one write with the head: no web stream. A text whose bytes
+  // nothing needed goes as the text: node joins it to the head and writes one string.
+  const held = heldOf(response);
+  if (held !== undefined) {
+    if (!held.empty && !hasLine(fields, 'content-length')) fields.push('content-length', String(held.size));
     res.writeHead(response.status, fields);
-    if (content === null || noContent) res.end();
-    else res.end(content);
+    if (held.empty || noContent) res.end();
+    else res.end(held.unencoded ?? held.content);
     return undefined;
   }
   res.writeHead(response.status, fields);

@@ -93,15 +93,48 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 export class BufferedResponse {
   readonly status: number;
-  readonly content: Uint8Array | null;
+  /** No content: a null body, or a status that carries none. */
+  readonly empty: boolean;
+  /** The bytes; `undefined` while a text given has not been encoded. */
+  #bytes: Uint8Array | null | undefined;
+  readonly #text: string | undefined;
+  #size: number | undefined;
   #fields: FieldMap | undefined;
   #headers: Headers | undefined;
   #real: Response | undefined;
 
-  constructor(content: Uint8Array | null, init: { readonly status?: number; readonly headers?: HeadersInit } = {}) {
+  /** `content`: bytes, or a text that is encoded (UTF-8) only if its bytes are reached for. */
+  constructor(
+    content: Uint8Array | string | null,
+    init: { readonly status?: number; readonly headers?: HeadersInit } = {},
+  ) {
     this.status = init.status ?? 200;
-    this.content = NULL_BODY.has(this.status) ? null : content;
+    this.empty = content === null || NULL_BODY.has(this.status);
+    if (this.empty) this.#bytes = null;
+    else if (typeof content === 'string') this.#text = content;
+    else this.#bytes = content;
     this.#fields = new FieldMap(init.headers);
+  }
+
+  /** The bytes (`null`: no content), a text encoded on first use. */
+  get content(): Uint8Array | null {
+    if (this.#bytes === undefined) this.#bytes = Buffer.from(this.#text as string, 'utf8');
+    return this.#bytes;
+  }
+
+  /** The length of the content in bytes, a text's counted without encoding it. */
+  get size(): number {
+    this.#size ??=
+      this.#bytes === undefined ? Buffer.byteLength(this.#text as string, 'utf8') : (this.#bytes?.byteLength ?? 0);
+    return this.#size;
+  }
+
+  /**
+   * The text given, while nothing has reached for its bytes (a tag, a coding, a stored answer): node writes it
+   * with the head as one string in one write, where bytes go as a second part of a gathered write.
+   */
+  get unencoded(): string | undefined {
+    return this.#bytes === undefined ? this.#text : undefined;
   }
 
   /** The fields as `Headers`: built on first use, and from then on the only copy. */
@@ -139,9 +172,9 @@ export class BufferedResponse {
 
 delegateToReal(BufferedResponse, Response, ['status']);
 
-/** A response of `content` (bytes in memory) that is a `Response` to everyone and costs no stream. */
+/** A response of `content` (bytes or a text in memory) that is a `Response` to everyone and costs no stream. */
 export function bufferedResponse(
-  content: Uint8Array | null,
+  content: Uint8Array | string | null,
   init?: { readonly status?: number; readonly headers?: HeadersInit | Fields },
 ): Response {
   return new BufferedResponse(content, init as { status?: number; headers?: HeadersInit }) as unknown as Response;
@@ -149,9 +182,12 @@ export function bufferedResponse(
 
 /** The bytes of a `bufferedResponse()` (`null`: no content), or `undefined` for a streamed body. */
 export function contentOf(response: Response): Uint8Array | null | undefined {
-  return (response as unknown) instanceof BufferedResponse
-    ? (response as unknown as BufferedResponse).content
-    : undefined;
+  return heldOf(response)?.content;
+}
+
+/** `response` as the `bufferedResponse()` it is, to ask what it holds without encoding a text; else `undefined`. */
+export function heldOf(response: Response): BufferedResponse | undefined {
+  return (response as unknown) instanceof BufferedResponse ? (response as unknown as BufferedResponse) : undefined;
 }
 
 /** The fields of `response` as node's flat list (name, value, …), a copy to add to: `writeHead` takes it as it is. */

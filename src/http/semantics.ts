@@ -6,7 +6,7 @@
 import { type Conditions, etagOf, noneMatchHits } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
-import { bufferedResponse, contentOf, fieldsOf, type Fields } from './response.ts';
+import { bufferedResponse, fieldsOf, type Fields, heldOf } from './response.ts';
 
 /** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
 export type CachePolicy = 'private' | 'public' | 'no-store';
@@ -34,31 +34,42 @@ export function finish(
   response: Response,
   options: FinishOptions,
 ): Response | Promise<Response> {
-  // A buffered response is finished in place: its bytes are hashed as they are, never copied.
-  const buffered = contentOf(response);
-  if (buffered !== undefined) return finished(method, conditions, response, buffered, options, fieldsOf(response));
+  // A buffered response is finished in place: its bytes are hashed as they are, never copied, and only when no tag
+  // was set (a text's are made for it then).
+  const held = heldOf(response);
+  if (held !== undefined)
+    return finished(
+      method,
+      conditions,
+      response,
+      held.empty ? null : () => held.content as Uint8Array,
+      options,
+      held.fields(),
+      true,
+    );
   const headers = new Headers(response.headers);
   // Only a 200 or 201 is tagged: any other answer's stream passes through unread.
   if (response.body === null || (response.status !== 200 && response.status !== 201))
-    return finished(method, conditions, response, null, options, headers);
-  return response
-    .arrayBuffer()
-    .then((bytes) => finished(method, conditions, response, new Uint8Array(bytes), options, headers));
+    return finished(method, conditions, response, null, options, headers, false);
+  return response.arrayBuffer().then((read) => {
+    const bytes = new Uint8Array(read);
+    return finished(method, conditions, response, () => bytes, options, headers, false);
+  });
 }
 
 /**
- * `finish()` of a response whose `bytes` are read (`null`: none, or not to tag), with `headers`: its own fields
- * when buffered (finished in place), else a copy for a new response.
+ * `finish()` of a response whose `bytes` are at hand (`null`: none, or not to tag), with `headers`: a buffered
+ * response's own fields when `inPlace`, else a copy for a new response.
  */
 function finished(
   method: string,
   conditions: Conditions,
   response: Response,
-  bytes: Uint8Array | null,
+  bytes: (() => Uint8Array) | null,
   options: FinishOptions,
   headers: Fields,
+  inPlace: boolean,
 ): Response {
-  const inPlace = contentOf(response) !== undefined;
   if (options.contentType !== undefined && headers.get('content-type') === JSON_TYPE)
     headers.set('content-type', options.contentType);
   const safe = method === 'GET' || method === 'HEAD';
@@ -67,14 +78,14 @@ function finished(
     return inPlace ? response : withHeaders(response, headers as Headers);
   }
   // A handler that knows a tag of its representation (an order's revision) sets it; else the bytes make it.
-  const etag = headers.get('etag') ?? etagOf(bytes);
+  const etag = headers.get('etag') ?? etagOf(bytes());
   headers.set('etag', etag);
   // A write's response is the new state, with the tag a later If-Match needs; never cached.
   headers.set('cache-control', safe ? cacheControl(options) : 'no-store');
   if (safe && conditions.ifNoneMatch !== null && noneMatchHits(conditions.ifNoneMatch, etag)) {
     return notModified(headers);
   }
-  return inPlace ? response : bufferedResponse(bytes, { status: response.status, headers });
+  return inPlace ? response : bufferedResponse(bytes(), { status: response.status, headers });
 }
 
 /**

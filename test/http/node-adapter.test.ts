@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { HEALTH_RESERVE } from '../../src/http/connections.ts';
 import { createNodeServer } from '../../src/http/node-adapter.ts';
 import { bodySourceOf } from '../../src/http/incoming-request.ts';
-import { bufferedResponse } from '../../src/http/response.ts';
+import { bufferedResponse, contentOf } from '../../src/http/response.ts';
 import { bodyParts, rawExchange, tally } from '../support/attacks.ts';
 
 /**
@@ -123,6 +123,39 @@ describe('createNodeServer(): a handler that fails', () => {
       const c = await client(port);
       c.socket.write('GET /fine HTTP/1.1\r\nHost: a\r\n\r\n');
       assert.match(await c.until(/fine$/), /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nfine$/);
+      c.socket.destroy();
+    } finally {
+      await node.close();
+    }
+  });
+});
+
+describe('createNodeServer(): content in memory', () => {
+  it('writes a text as its UTF-8 bytes with their length, whether or not its bytes were reached for', async () => {
+    const body = '{"name":"Café ☕ 😀"}';
+    const { node, port } = await serving((request) => {
+      const response = bufferedResponse(body, { headers: { 'content-type': 'application/json' } });
+      // Reaching for the bytes (as a tag made from them does) sends the bytes instead of the text.
+      if (new URL(request.url).pathname === '/bytes') contentOf(response);
+      return Promise.resolve(response);
+    });
+    try {
+      for (const path of ['/text', '/bytes']) {
+        const c = await client(port);
+        c.socket.write(`GET ${path} HTTP/1.1\r\nHost: a\r\n\r\n`);
+        const expected = Buffer.from(body, 'utf8').toString('latin1');
+        const received = await c.until(new RegExp(`${expected.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+        assert.match(received, /^HTTP\/1\.1 200 OK\r\n/, path);
+        assert.match(received, /\r\ncontent-length: 25\r\n/i, path);
+        assert.equal(received.slice(received.indexOf('\r\n\r\n') + 4), expected, path);
+        c.socket.destroy();
+      }
+      const c = await client(port);
+      c.socket.write('HEAD /text HTTP/1.1\r\nHost: a\r\n\r\nGET /text HTTP/1.1\r\nHost: a\r\n\r\n');
+      const both = await c.until(/\}$/);
+      const [head, second] = both.split(/(?=HTTP\/1\.1 200)/);
+      assert.match(head as string, /\r\ncontent-length: 25\r\n[\s\S]*\r\n\r\n$/i, 'HEAD: the length, no content');
+      assert.match(second as string, /^HTTP\/1\.1 200 OK\r\n/);
       c.socket.destroy();
     } finally {
       await node.close();

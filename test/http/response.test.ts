@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bufferedResponse, fieldLines, fieldsOf, type Fields } from '../../src/http/response.ts';
+import { bufferedResponse, contentOf, fieldLines, fieldsOf, type Fields, heldOf } from '../../src/http/response.ts';
 
 /** The same steps on a buffered response's fields and on a real `Headers`. */
 function both(steps: (fields: Fields) => void): { fields: Fields; headers: Headers } {
@@ -108,5 +108,39 @@ describe('a buffered response’s fields', () => {
     // From then on the Headers are the fields: a change shows in both.
     fieldsOf(second).set('x-late', '1');
     assert.deepEqual(fieldLines(second), ['etag', '"b"', 'vary', 'Accept', 'x-late', '1']);
+  });
+});
+
+describe('a buffered response of a text', () => {
+  const text = '{"name":"Café ☕","emoji":"😀"}';
+
+  it('counts its bytes without encoding it, and encodes it once when its bytes are reached for', () => {
+    const response = bufferedResponse(text, { status: 200 });
+    const held = heldOf(response);
+    assert.ok(held !== undefined);
+    assert.equal(held.empty, false);
+    assert.equal(held.size, 35);
+    assert.equal(held.size, Buffer.byteLength(text, 'utf8'));
+    assert.equal(held.unencoded, text, 'not encoded while nothing asked for the bytes');
+    const bytes = contentOf(response);
+    assert.deepEqual(bytes, Buffer.from(text, 'utf8'));
+    assert.equal(contentOf(response), bytes, 'encoded once');
+    assert.equal(held.unencoded, undefined, 'the bytes go out from then on');
+    assert.equal(held.size, 35);
+  });
+
+  it('holds nothing on a status without content, and reads as a real Response', async () => {
+    const none = heldOf(bufferedResponse(text, { status: 304 }));
+    assert.equal(none?.empty, true);
+    assert.equal(none?.content, null);
+    assert.equal(none?.unencoded, undefined);
+    assert.equal(none?.size, 0);
+    const response = bufferedResponse(text, { status: 201, headers: { 'content-type': 'application/json' } });
+    assert.deepEqual(await response.json(), { name: 'Café ☕', emoji: '😀' });
+  });
+
+  it('is not a buffered response when it is a real Response', () => {
+    assert.equal(heldOf(new Response('x')), undefined);
+    assert.equal(contentOf(new Response('x')), undefined);
   });
 });

@@ -14,7 +14,7 @@ import {
 } from '../../http/compression.ts';
 import { parseTagList, type TagList } from '../../http/conditional.ts';
 import { varyWith } from '../../http/cors.ts';
-import { bufferedResponse, contentOf, type Fields, fieldsOf } from '../../http/response.ts';
+import { type BufferedResponse, bufferedResponse, type Fields, fieldsOf, heldOf } from '../../http/response.ts';
 import type { Answer } from '../answer.ts';
 import type { Stage } from '../compose.ts';
 import type { Exchange } from '../exchange.ts';
@@ -33,9 +33,9 @@ export function compression(): Stage<Exchange, Answer> {
 function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
   const { response } = answer;
   const { status } = response;
-  const content = contentOf(response);
+  const held = heldOf(response);
   // 204 and 1xx carry nothing to code; a streamed body (none today) goes as it is.
-  if (status !== 304 && (content === null || content === undefined)) return answer;
+  if (status !== 304 && (held === undefined || held.empty)) return answer;
   const headers = fieldsOf(response);
   headers.set('vary', varyWith(headers.get('vary'), ACCEPT_ENCODING));
   if (status === 304) {
@@ -46,9 +46,9 @@ function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
       retag(headers, parseTagList(sent) ?? null, negotiateCoding(x.header('accept-encoding')));
     return answer;
   }
-  const bytes = content as Uint8Array;
+  const content = held as BufferedResponse;
   // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
-  if (bytes.byteLength < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
+  if (content.size < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
   if (!isCompressible(headers.get('content-type'))) return answer;
   const coding = negotiateCoding(x.header('accept-encoding'));
   if (coding === undefined) return answer;
@@ -60,7 +60,7 @@ function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
     answer.response = bufferedResponse(bytesCoded, { status, headers });
     return answer;
   };
-  const made = encoded(bytes, coding);
+  const made = encoded(content.content as Uint8Array, coding);
   return made instanceof Uint8Array ? recoded(made) : made.then(recoded);
 }
 
