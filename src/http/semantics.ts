@@ -6,7 +6,7 @@
 import { type Conditions, etagOf, noneMatchHits } from './conditional.ts';
 import { JSON_TYPE } from './negotiation.ts';
 import { HttpError } from './problem.ts';
-import { bufferedResponse, fieldsOf, type Fields, heldOf } from './response.ts';
+import { bufferedResponse, type Fields, heldOf } from './response.ts';
 
 /** `private`: orders and items; `public`: the catalog; `no-store`: users, payments, anything sensitive. */
 export type CachePolicy = 'private' | 'public' | 'no-store';
