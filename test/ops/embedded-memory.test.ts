@@ -57,6 +57,7 @@ const MAKE_RUN = [
   process.execPath,
   '--max-semi-space-size=10',
   '--heap-growing-percent=50',
+  '--no-maglev',
   '--import',
   'tsx',
   'src/main.ts',
