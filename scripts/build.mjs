@@ -67,8 +67,9 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
  * CPU per request within the noise (docs/performance.md). No Maglev, V8's
  * middle compiler (on by default in Node 26, off in Node 20, which accepts
  * the flag): its code and compiler held 13-17 MB more RSS under make bench's
- * GET and list, for no less CPU (make bench-ab, Node 26: the GET 1.21 x the
- * rate with it off, the list 1.01 x; docs/performance.md).
+ * GET and list (its peak 149-151 MB against 125-135 without). Its price
+ * (make bench-ab, Node 26, with it off): the GET 1.21 x, the list 1.01 x,
+ * the keyed POST 0.97 x (Node CPU 0.226 -> 0.259 ms); docs/performance.md.
  */
 const RUNTIME_FLAGS = ['--max-semi-space-size=10', '--heap-growing-percent=50', '--no-maglev'];
 /** The node that builds the executable, and whose runtime the executable carries. */
