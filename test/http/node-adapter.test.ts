@@ -144,7 +144,7 @@ describe('createNodeServer(): content in memory', () => {
         const c = await client(port);
         c.socket.write(`GET ${path} HTTP/1.1\r\nHost: a\r\n\r\n`);
         const expected = Buffer.from(body, 'utf8').toString('latin1');
-        const received = await c.until(new RegExp(`${expected.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+        const received = await c.until(/\}$/);
         assert.match(received, /^HTTP\/1\.1 200 OK\r\n/, path);
         assert.match(received, /\r\ncontent-length: 25\r\n/i, path);
         assert.equal(received.slice(received.indexOf('\r\n\r\n') + 4), expected, path);

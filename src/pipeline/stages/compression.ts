@@ -46,9 +46,9 @@ function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
       retag(headers, parseTagList(sent) ?? null, negotiateCoding(x.header('accept-encoding')));
     return answer;
   }
-  const content = held as BufferedResponse;
+  const buffered = held as BufferedResponse;
   // Most answers (an order, a product, an error) are under the threshold: the field is read only past it.
-  if (content.size < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
+  if (buffered.size < MIN_CODED_BYTES || headers.has('content-encoding')) return answer;
   if (!isCompressible(headers.get('content-type'))) return answer;
   const coding = negotiateCoding(x.header('accept-encoding'));
   if (coding === undefined) return answer;
@@ -60,7 +60,7 @@ function coded(x: Exchange, answer: Answer): Answer | Promise<Answer> {
     answer.response = bufferedResponse(bytesCoded, { status, headers });
     return answer;
   };
-  const made = encoded(content.content as Uint8Array, coding);
+  const made = encoded(buffered.content as Uint8Array, coding);
   return made instanceof Uint8Array ? recoded(made) : made.then(recoded);
 }
 
