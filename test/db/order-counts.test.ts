@@ -242,6 +242,43 @@ describe('derived.order_counts', () => {
     assert.ok(committed! > 50 && rolledBack! > 10, JSON.stringify(tally(outcomes)));
   });
 
+  it('counts one order, several, and none, inserted or deleted by a statement (migration 0020)', async () => {
+    const db = t.server.db;
+    /** Every counter row's version: a statement that counts nothing must write none. */
+    const versions = async () =>
+      (
+        await db.sql<{ v: string }[]>`SELECT string_agg(ctid::text || xmin::text, ',' ORDER BY ctid) AS v
+        FROM derived.order_counts`
+      )[0]!.v;
+    const n = async (customer: number, status: string) =>
+      (
+        await db.sql<{ n: number }[]>`SELECT coalesce(sum(n), 0)::int AS n FROM derived.order_counts
+        WHERE customer_id = ${customer} AND status = ${status}`
+      )[0]!.n;
+    const [all, own] = [await n(0, 'shipped'), await n(alice.id, 'shipped')];
+
+    const [one] = await db.sql<{ id: number }[]>`INSERT INTO orders (customer_id, status, currency, total)
+      VALUES (${alice.id}, 'shipped', 'EUR', 5) RETURNING id`;
+    assert.deepEqual([await n(0, 'shipped'), await n(alice.id, 'shipped')], [all + 1, own + 1]);
+    const several = await db.sql<{ id: number }[]>`INSERT INTO orders (customer_id, status, currency, total)
+      VALUES (${alice.id}, 'shipped', 'EUR', 5), (${bob.id}, 'shipped', 'EUR', 5), (${alice.id}, 'shipped', 'EUR', 5)
+      RETURNING id`;
+    assert.deepEqual([await n(0, 'shipped'), await n(alice.id, 'shipped')], [all + 4, own + 3]);
+    await assertExact(db.sql, 'after one order and three inserted');
+
+    const before = await versions();
+    await db.sql`INSERT INTO orders (customer_id, status, currency, total)
+      SELECT ${alice.id}, 'shipped', 'EUR', 5 WHERE false`;
+    await db.sql`DELETE FROM orders WHERE id = 0`;
+    assert.equal(await versions(), before, 'statements that wrote no order wrote counter rows');
+
+    await db.sql`DELETE FROM orders WHERE id = ${one!.id}`;
+    assert.deepEqual([await n(0, 'shipped'), await n(alice.id, 'shipped')], [all + 3, own + 2]);
+    await db.sql`DELETE FROM orders WHERE id IN ${db.sql(several.map((o) => o.id))}`;
+    assert.deepEqual([await n(0, 'shipped'), await n(alice.id, 'shipped')], [all, own]);
+    await assertExact(db.sql, 'after one order and three deleted');
+  });
+
   describe('with many connections writing at once', { skip: ON_REAL_SERVER }, () => {
     let pool: Database;
     before(async () => {

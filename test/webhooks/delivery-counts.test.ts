@@ -1,8 +1,8 @@
 /**
  * The webhook delivery counts of GET /metrics (contract §13: never a scan that
  * grows with a table), kept by the triggers of migration 0011 in the
- * transaction of every change: inserted with an event (one statement, many
- * endpoints), moved by an attempt's outcome, removed by an endpoint's or an
+ * transaction of every change: inserted with an event (one statement, one
+ * endpoint, many, or none), moved by an attempt's outcome, removed by an endpoint's or an
  * event's deletion (cascades) and by TRUNCATE. After each, the kept counts
  * equal a count of the rows; and MetricsFigures reads no delivery row.
  */
@@ -65,6 +65,17 @@ describe('derived.webhook_delivery_counts (migration 0011)', () => {
     assert.deepEqual(await counted(), { pending: 11 });
     assert.deepEqual(await kept(), await counted());
     assert.deepEqual(await figures(), { pending: 11, failed: 0 });
+
+    // An event no endpoint is subscribed to inserts no delivery, and its statement writes no counter row.
+    const versions = async () =>
+      (
+        await db.sql<{ v: string }[]>`SELECT string_agg(ctid::text || xmin::text, ',' ORDER BY ctid) AS v
+        FROM derived.webhook_delivery_counts`
+      )[0]!.v;
+    const before = await versions();
+    await event('payment.succeeded');
+    assert.equal(await versions(), before);
+    assert.deepEqual(await kept(), { pending: 11 });
 
     // Outcomes: delivered and failed; an update that keeps the status moves nothing.
     await db.sql`UPDATE webhook_deliveries SET status = 'delivered' WHERE endpoint_id = ${b}`;
