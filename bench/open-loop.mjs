@@ -57,6 +57,10 @@ const waiting = [];
 let waitingHead = 0;
 // Idle keep-alive connections, and the number open.
 const idle = [];
+// A connection idle for nearly as long as its server keeps one (`Keep-Alive: timeout=N`) is not used again: a request
+// sent as the server closes it would be lost in flight. Closed instead, this much before the server would, as
+// undici's `keepAliveTimeoutThreshold` does.
+const KEEP_ALIVE_MARGIN_MS = 1_000;
 let open = 0;
 // The connections with a request in flight.
 const busy = new Set();
@@ -70,7 +74,7 @@ function connect() {
   open += 1;
   const socket = net.connect({ host: target.hostname, port: Number(target.port) });
   socket.setNoDelay(true);
-  const c = { socket, due: 0, buffered: null, head: null, left: 0, chunked: false, gone: false };
+  const c = { socket, due: 0, buffered: null, head: null, left: 0, chunked: false, gone: false, idleUntil: Infinity };
   socket.on('data', (chunk) => received(c, chunk));
   socket.on('error', () => {});
   socket.on('close', () => {
@@ -117,6 +121,8 @@ function received(c, chunk) {
       if (bodiless) c.chunked = false;
       c.left = c.chunked || bodiless || length === null ? 0 : Number(length[1]);
       c.close = text.includes('\r\nconnection: close');
+      const keepAlive = /\r\nkeep-alive:[^\r]*timeout=(\d+)/.exec(text);
+      c.keepAliveMs = keepAlive === null ? Infinity : Number(keepAlive[1]) * 1_000;
       data = data.subarray(end + 4);
     }
     if (c.chunked) {
@@ -161,6 +167,7 @@ function done(c) {
     c.warming = false;
     busy.delete(c);
     c.head = null;
+    c.idleUntil = performance.now() + c.keepAliveMs - KEEP_ALIVE_MARGIN_MS;
     idle.push(c);
     c.onWarm();
     return;
@@ -176,6 +183,7 @@ function done(c) {
   if (c.close) c.socket.destroy();
   else {
     c.head = null;
+    c.idleUntil = performance.now() + c.keepAliveMs - KEEP_ALIVE_MARGIN_MS;
     idle.push(c);
   }
   pump();
@@ -185,6 +193,10 @@ function done(c) {
 function pump() {
   while (waitingHead < waiting.length) {
     let c = idle.pop();
+    if (c !== undefined && c.idleUntil <= performance.now()) {
+      c.socket.destroy();
+      continue;
+    }
     if (c === undefined) {
       if (open >= sockets) return;
       c = connect();
