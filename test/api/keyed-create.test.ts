@@ -147,6 +147,45 @@ describe('a keyed POST /orders in one statement', () => {
     }
   });
 
+  it('delivers its event to the endpoints subscribed to order.created, and to no other', async () => {
+    const endpoint = async (url: string, events: string) =>
+      (
+        await t.server.db.sql<{ id: number }[]>`
+          INSERT INTO webhook_endpoints (url, events, secret)
+          VALUES (${url}, ${events}, 'whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=')
+          RETURNING id`
+      )[0]?.id as number;
+    const pending = async () =>
+      (
+        await t.server.db.sql<
+          { n: number }[]
+        >`SELECT coalesce(sum(n), 0)::int AS n FROM derived.webhook_delivery_counts`
+      )[0]?.n;
+    // The order's event, and the endpoints its deliveries go to.
+    const written = async (key: string) => {
+      const created = await post(alice, '/v1/orders', key, { items: [{ productId: 1, qty: 1 }] });
+      assert.equal(created.status, 201);
+      const id = Number((await created.json()).id);
+      const rows = await t.server.db.sql<{ type: string; endpoints: number[] }[]>`
+        SELECT e.type, array(SELECT d.endpoint_id::int FROM webhook_deliveries d WHERE d.event_id = e.id
+                             ORDER BY d.endpoint_id) AS endpoints
+        FROM events e WHERE (e.data ->> 'id')::bigint = ${id}`;
+      return rows.map((r) => [r.type, r.endpoints]);
+    };
+    const other = await endpoint('http://127.0.0.1:9/other-types', '{order.updated,payment.succeeded}');
+    let subscribed: number | undefined;
+    try {
+      const before = await pending();
+      assert.deepEqual(await written('no-subscriber'), [['order.created', []]]);
+      assert.equal(await pending(), before);
+      subscribed = await endpoint('http://127.0.0.1:9/subscribed', '{payment.succeeded,order.created}');
+      assert.deepEqual(await written('one-subscriber'), [['order.created', [subscribed]]]);
+      assert.equal(await pending(), (before as number) + 1);
+    } finally {
+      await t.server.db.sql`DELETE FROM webhook_endpoints WHERE id IN (${other}, ${subscribed ?? other})`;
+    }
+  });
+
   it('answers a key used with another body 422, and writes nothing', async () => {
     const first = await post(admin, '/v1/orders', 'other-body', {
       customerId: alice.id,

@@ -32,6 +32,7 @@ const RELEASED: readonly (readonly [string, string])[] = [
   ['0018_order_items_json.sql', '64b37bc31d911c0747fe4d39e254eac3d4fb4a83c06374529fc4efd1a667e2d0'],
   ['0019_order_json_concatenated.sql', '1f3f2c7a7278aed23ad4dba9975cf26fbd32b60b3c98b2e89e3277049c0c125e'],
   ['0020_trigger_fast_paths.sql', 'b821ea296d49bb5e31f437a1c013132608597c28f2f6daf76d950ec0bb0ca025'],
+  ['0021_deliveries_when_subscribed.sql', 'f562adcb2cca77b587381a0a7b1f0ebaf465dca8eaa2267905e5b5bbf13f4fb2'],
 ];
 
 describe('released migrations', () => {
