@@ -15,7 +15,8 @@
  *
  * Environment: BENCH_ORDERS (100000), BENCH_OVERLOAD_SECONDS (10, each run), BENCH_OVERLOAD_TIMEOUT_MS (1000, the
  * client's time-out), BENCH_OVERLOAD_FACTORS (1,2,4), BENCH_OVERLOAD_SCENARIOS (1,2,4), BENCH_PEERS (fastify,hono),
- * BENCH_OVERLOAD_SOCKETS (1024, the generator's connections), BENCH_PROFILE (1: the server's CPU profile).
+ * BENCH_OVERLOAD_SOCKETS (1024, the generator's connections), BENCH_PROFILE (1: the server's CPU profile),
+ * BENCH_NODE_FLAGS (node flags for the server beside those of its `#!` line, e.g. to try a collector's flag).
  * The generator shares the machine with the servers: at rates it cannot offer (it says so: "offered" below the
  * rate asked, or a lag of its own) the row measures the generator, not the server. The service's per-address cap on
  * connections is raised above the generator's, whose connections all come from one address.
@@ -40,6 +41,7 @@ const TIMEOUT_MS = Number(env('BENCH_OVERLOAD_TIMEOUT_MS', '1000'));
 const FACTORS = env('BENCH_OVERLOAD_FACTORS', '1,2,4').split(',').map(Number);
 const SCENARIOS = env('BENCH_OVERLOAD_SCENARIOS', '1,2,4').split(',');
 const SOCKETS = Number(env('BENCH_OVERLOAD_SOCKETS', '1024'));
+const EXTRA_FLAGS = env('BENCH_NODE_FLAGS', '').split(' ').filter(Boolean);
 /** One open-loop run's result, as bench/open-loop.mjs prints it. */
 interface OpenLoopResult {
   offered: number;
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
     // BENCH_PROFILE=1 writes the server's CPU profile to bench/results/profile/ on exit.
     const profile = process.env.BENCH_PROFILE === '1' ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}/profile`] : [];
     const { child: server, match } = await startProcess(
-      [...shebangFlags(`${ROOT}dist/orders.mjs`), ...profile, 'dist/orders.mjs'],
+      [...shebangFlags(`${ROOT}dist/orders.mjs`), ...EXTRA_FLAGS, ...profile, 'dist/orders.mjs'],
       // Every feature on, a rate limit no run reaches; the generator's sockets all come from one address.
       { PORT: '0', RATE_LIMIT: '1000000000/60', LOG_LEVEL: 'info', MAX_CONNECTIONS_PER_ADDRESS: String(SOCKETS + 64) },
       /listening on (http:\/\/\S+)/,
