@@ -50,7 +50,16 @@ export function reconnectDelaySeconds(retries: number, random: () => number = Ma
   return ceiling * (0.5 + random() / 2);
 }
 
-function poolOptions(max: number, prepare: boolean): postgres.Options<Record<string, postgres.PostgresType>> {
+/** The pool's `application_name`: its backends, in `pg_stat_activity`, are the requests' work. */
+export const APPLICATION_NAME = 'orders';
+/** The operations connection's: readiness and the metrics' figures, apart from the requests' work. */
+export const OPERATIONS_APPLICATION_NAME = 'orders-operations';
+
+function poolOptions(
+  max: number,
+  prepare: boolean,
+  name = APPLICATION_NAME,
+): postgres.Options<Record<string, postgres.PostgresType>> {
   return {
     max,
     prepare,
@@ -75,11 +84,11 @@ function poolOptions(max: number, prepare: boolean): postgres.Options<Record<str
     // parameter") or drops them: then `cancelAfterTimeout` and the pooler's idle_transaction_timeout stand in.
     connection: prepare
       ? {
-          application_name: 'orders',
+          application_name: name,
           statement_timeout: STATEMENT_TIMEOUT_MS,
           idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
         }
-      : { application_name: 'orders' },
+      : { application_name: name },
   };
 }
 
@@ -88,6 +97,13 @@ const uncancelled = <T>(work: Promise<T>): Promise<T> => work;
 /** A pool, open. */
 export interface Connection {
   readonly sql: Sql;
+  /**
+   * On a real server, one connection of its own for the statements of health checks and metrics (contract §14: they
+   * keep answering under overload): the pool's queue is the driver's, first come first served, and under overload
+   * it holds the requests' work; a readiness check queued behind it would time out. It connects when first used.
+   * `undefined` on the embedded database, which takes one connection.
+   */
+  readonly operations: Sql | undefined;
   readonly embedded: EmbeddedDatabase | undefined;
   /** Runs a statement's `work`, cancelling `query` if the client keeps the time-out. */
   readonly cancelAfter: <T>(work: Promise<T>, query: { cancel(): Promise<unknown> }) => Promise<T>;
@@ -114,13 +130,17 @@ export async function connect(options: DatabaseOptions): Promise<Connection> {
       username: 'postgres',
       database: 'postgres',
     } as typeof common) as unknown as Sql;
-    return { sql, embedded, cancelAfter: uncancelled };
+    return { sql, operations: undefined, embedded, cancelAfter: uncancelled };
   }
   // Not for the embedded database: in this process, a long statement holds back the timers too, and no link can
   // fail. `stall_timeout` (seconds) is patch 005's option, unknown to the driver's types.
   const stall_timeout = (options.stalledConnectionMs ?? STALLED_CONNECTION_MS) / 1000;
   const sql = postgres(options.databaseUrl, { ...common, stall_timeout } as typeof common) as unknown as Sql;
-  return { sql, embedded: undefined, cancelAfter: prepare ? uncancelled : cancelAfterTimeout };
+  const operations = postgres(options.databaseUrl, {
+    ...poolOptions(1, prepare, OPERATIONS_APPLICATION_NAME),
+    stall_timeout,
+  } as typeof common) as unknown as Sql;
+  return { sql, operations, embedded: undefined, cancelAfter: prepare ? uncancelled : cancelAfterTimeout };
 }
 
 /**

@@ -26,6 +26,11 @@ export interface Database extends Db {
    * shared database cannot). With `scope`, its statements are tracked there, for a request that gives up.
    */
   handle(scope?: RequestScope): Db;
+  /**
+   * Where the statements of health checks and metrics go (`overload: 'exempt'` routes): on a real server a
+   * connection of their own, never queued behind the requests' work; on the embedded database, the pool.
+   */
+  readonly operations: { handle(scope?: RequestScope): Db };
   /** The text of a statement, for the few places that compose whitelisted fragments into it. */
   statement(name: string): Statement;
   /** A transaction of the driver's own statements (`tx.unsafe`), outside any request: migrations, tests. */
@@ -38,7 +43,7 @@ export const QUERIES_DIR = join(SQL_DIR, 'queries');
 
 /** Opens the database `options` describe (the embedded one when there is no server). */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const { sql, embedded, cancelAfter } = await connect(options);
+  const { sql, operations, embedded, cancelAfter } = await connect(options);
   const statements = loadStatements(QUERIES_DIR);
   const statement = (name: string): Statement => {
     const found = statements.get(name);
@@ -58,6 +63,21 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   const handleOn = handles(sql, statement, usage, cancelAfter, circuit, options.readOnly === true);
   // The pool's own handle, its methods bound to it (savepoint() is a transaction's only).
   const onPool: Db = handleOn(sql, false, undefined);
+  const handle = (scope?: RequestScope): Db => handleOn(sql, true, scope);
+  // Its own count of what waits for it, so that the requests' never refuse its statements; it shows (GET /metrics)
+  // the requests' pool, and it is not in those figures. The circuit is the database's.
+  const onOperations =
+    operations === undefined
+      ? undefined
+      : handles(
+          operations,
+          statement,
+          countPoolUsage(1, circuit),
+          cancelAfter,
+          circuit,
+          options.readOnly === true,
+          usage.pool,
+        );
   return {
     one: onPool.one.bind(onPool),
     opt: onPool.opt.bind(onPool),
@@ -72,10 +92,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     created: embedded?.created ?? false,
     statement,
     transaction: (work) => transaction(sql, work, transactionTexts(statement), undefined, usage.held),
-    handle: (scope?: RequestScope): Db => handleOn(sql, true, scope),
+    handle,
+    operations: {
+      handle: onOperations === undefined ? handle : (scope) => onOperations(operations as Sql, true, scope),
+    },
     async close(timeoutSeconds = 5) {
       circuit.stop();
-      await sql.end({ timeout: timeoutSeconds });
+      await Promise.all([sql.end({ timeout: timeoutSeconds }), operations?.end({ timeout: timeoutSeconds })]);
       await embedded?.close();
     },
   };

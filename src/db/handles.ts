@@ -8,7 +8,7 @@ import type { Circuit } from './circuit.ts';
 import type { Connection, Sql } from './connection.ts';
 import type { Param, RowOf, Tx } from './handle.ts';
 import { DatabaseUnreachable, DeadlineExceeded, isConnectionFailure, OutcomeUnknown } from './errors.ts';
-import type { PoolCounter } from './pool-usage.ts';
+import type { PoolCounter, PoolUsage } from './pool-usage.ts';
 import { type DriverQuery, type RequestScope, type Resolution, written } from './cancellation.ts';
 import { checkRows, checkShape, fill, type ResultShape, type Statement, StatementError } from './statements.ts';
 import {
@@ -25,7 +25,10 @@ import {
 import { batches } from './batch.ts';
 import { Handle, type Place, type Queryable, type Runner } from './request-handle.ts';
 
-/** Makes the handles on `sql` and its transactions. */
+/**
+ * Makes the handles on `sql` and its transactions. `reported`: the use their `pool` shows (GET /metrics), when it is
+ * another pool's (the operations connection shows the requests' pool); `sql`'s own counts bound its waiting work.
+ */
 export function handles(
   sql: Sql,
   statement: (name: string) => Statement,
@@ -33,6 +36,7 @@ export function handles(
   cancelAfter: Connection['cancelAfter'],
   circuit: Circuit,
   readOnly = false,
+  reported: PoolUsage = pool,
 ): (on: Queryable, guarded: boolean, scope: RequestScope | undefined) => Tx {
   const maxWaiting = Math.max(MIN_WAITING, pool.size * WAITING_PER_CONNECTION);
   const texts = transactionTexts(statement);
@@ -137,7 +141,7 @@ export function handles(
     }
   };
 
-  const runner: Runner = { sql, pool, run, admit, gather, transaction };
+  const runner: Runner = { sql, pool: reported, run, admit, gather, transaction };
   return (on, guarded, scope) => new Handle(runner, on, guarded, scope) as unknown as Tx;
 }
 

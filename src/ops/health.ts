@@ -69,7 +69,9 @@ export const healthRoutes: readonly RouteSpec[] = [
       description:
         'Asks the database and answers within 2 s whatever it does: 503 unavailable (with Retry-After) when it ' +
         'does not answer in time, or when it cannot take writes (a standby, a read-only server: the detail ' +
-        'says which). Public, never cached, never rate limited. With a read replica ' +
+        "says which). Its query never waits behind the requests' statements (a connection of its own on a real " +
+        'server), so a process busy with requests stays ready. Public, never cached, never rate limited. With a ' +
+        'read replica ' +
         '(DATABASE_READ_URL), the body says its state (in-use, lagging, unreachable) and lag; readiness never ' +
         'fails on it: the primary answers the reads a replica cannot.',
       success: { status: 200, schema: READY },

@@ -56,7 +56,10 @@ export interface Exchange extends Passage {
   principal: Principal | undefined;
   /** preconditions: the request's conditions, parsed once. */
   conditions: Conditions | undefined;
-  /** replica: where the handler's statements go, the primary or the replica for a read. */
+  /**
+   * replica: where the handler's statements go, the primary or the replica for a read (from the arrival: the
+   * database, or its operations connection for a route exempt from overload).
+   */
   source: Source;
   /** replica: where a route's `currentTag` reads the tag of a conditional GET (`undefined`: `source`). */
   tagSource: Source | undefined;
@@ -89,6 +92,8 @@ export interface ExchangeParts {
   readonly proxyHeader: ProxyHeader;
   readonly router: Router<PlannedRoute>;
   readonly database: Source;
+  /** Where the statements of health checks and metrics (`overload: 'exempt'`) go: never behind the requests' work. */
+  readonly operations: Source;
   readonly services: HandlerServices;
 }
 
@@ -146,11 +151,11 @@ class Arrival implements Exchange {
         ? client.remoteAddress
         : clientAddress(client.remoteAddress, header(parts.proxyHeader), trusted, parts.proxyHeader);
     this.services = parts.services;
-    this.source = parts.database;
     const match = parts.router.match(request.method, path);
     this.match = match;
     this.route = match.kind === 'found' ? match.handler : undefined;
     this.params = match.kind === 'found' ? match.params : {};
+    this.source = this.route?.overload === 'exempt' ? parts.operations : parts.database;
   }
 
   get url(): URL {

@@ -90,6 +90,7 @@ export function createApp(given: Services, routes: readonly RouteSpec[]): App {
     proxyHeader: config.trustProxyHeader,
     router,
     database,
+    operations: database.operations,
     services: { log, config, ...rest },
   };
   const limits = createLimits(config, metrics, given.sharedLimits, given.tuning?.rateLimitMaxKeys);

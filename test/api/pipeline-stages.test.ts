@@ -50,6 +50,7 @@ const health = planned({
   handler: ok,
   versioned: false,
   rateLimited: 'never',
+  overload: 'exempt',
 });
 const router = createRouter<PlannedRoute>([
   { method: 'GET', pattern: getOrder.pattern, handler: getOrder },
@@ -57,6 +58,7 @@ const router = createRouter<PlannedRoute>([
   { method: 'GET', pattern: '/healthz', handler: health, versioned: false },
 ]);
 const primary = { name: 'primary' } as unknown as Database;
+const operations = { name: 'operations' } as unknown as Database['operations'];
 const principal: Principal = { userId: 7, role: 'customer', tokenId: 1, scopes: new Set(['orders:read']) };
 
 /** The exchange of a request to `path`, as the pipeline makes it. */
@@ -69,6 +71,7 @@ function exchange(path: string, init: RequestInit = {}, fields: Partial<Exchange
       proxyHeader: 'x-forwarded-for',
       router,
       database: primary,
+      operations,
       services: {} as HandlerServices,
     },
   );
@@ -81,6 +84,7 @@ describe('newExchange()', () => {
     proxyHeader: 'x-forwarded-for' as const,
     router,
     database: primary,
+    operations,
     services: {} as HandlerServices,
   };
   it("gives the path as URL parsing does, the client's own when it has nothing to resolve", () => {
@@ -105,6 +109,14 @@ describe('newExchange()', () => {
       assert.equal(x.url.pathname, x.pathname, path);
       assert.equal(x.url, x.url, 'parsed once');
     }
+  });
+
+  it("sends an exempt route's statements to the operations connection, every other route's to the database", () => {
+    const sources = ['/healthz', '/v1/orders/1', '/nowhere'].map((path) => {
+      const x = newExchange(new Request(`http://localhost${path}`), { remoteAddress: '10.0.0.1' }, parts);
+      return (x.source as unknown as { name: string }).name;
+    });
+    assert.deepEqual(sources, ['operations', 'primary', 'primary']);
   });
 });
 

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { openDatabase, type Database } from '../../src/db/database.ts';
+import { APPLICATION_NAME, OPERATIONS_APPLICATION_NAME } from '../../src/db/connection.ts';
 import { healthRoutes, CANNOT_WRITE } from '../../src/ops/health.ts';
 import type { RequestContext } from '../../src/pipeline/context.ts';
 import { HttpError } from '../../src/http/problem.ts';
@@ -129,12 +130,12 @@ describe('/readyz and a server that cannot write (contract §17)', () => {
     const t = await startTestServer({ RATE_LIMIT: 'off' }, database);
     const admin = await openDatabase({ databaseUrl: database.url, dataDir: '', poolMax: 1, prepare: true });
     const name = new URL(database.url).pathname.slice(1);
-    /** Ends the service's sessions: its pool makes new ones, with the database's settings of now. */
+    /** Ends the service's sessions (its pool's and its operations connection's): new ones get the settings of now. */
     const renew = () =>
       admin.sql.unsafe(
         'SELECT pg_terminate_backend(pid) FROM pg_stat_activity ' +
-          "WHERE application_name = 'orders' AND datname = $1 AND pid <> pg_backend_pid()",
-        [name],
+          'WHERE application_name IN ($2, $3) AND datname = $1 AND pid <> pg_backend_pid()',
+        [name, APPLICATION_NAME, OPERATIONS_APPLICATION_NAME],
       );
     let last = '';
     const ready = async () => {
