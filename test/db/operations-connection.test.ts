@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import postgres from 'postgres';
 import { OPERATIONS_APPLICATION_NAME } from '../../src/db/connection.ts';
-import { REAL_SERVER_URL, TEST_PREPARE } from '../support/database.ts';
+import { createTestDatabase, REAL_SERVER_URL, TEST_PREPARE, type TestDatabase } from '../support/database.ts';
 import { bearer, startTestServer, type Account, type TestServer } from '../support/server.ts';
 import { until } from '../support/tools.ts';
 
@@ -22,13 +22,17 @@ describe('the operations connection', {
       : false,
 }, () => {
   let t: TestServer;
+  let database: TestDatabase;
   let admin: Account;
   before(async () => {
-    t = await startTestServer({ DB_POOL_MAX: '1' });
+    // No read replica, even in a run with one: the requests that wait on the lock must be the primary's.
+    database = await createTestDatabase();
+    t = await startTestServer({ DB_POOL_MAX: '1', DATABASE_URL: database.url }, database);
     admin = await t.user('admin');
   });
   after(async () => {
     await t?.close();
+    await database?.drop();
   });
 
   it('answers /readyz and has the metrics figures while every pooled connection waits on a lock', async () => {
