@@ -489,11 +489,10 @@ describe('GET /metrics while the pool is busy', () => {
     assert.equal(sampleValue(text, 'orders_db_pool_connections_in_use'), 1);
     assert.equal(sampleValue(text, 'orders_db_pool_queries_waiting'), 0);
     if (t.database.real) {
-      // The figures' statement goes on the operations connection, not behind the payment: the scrape has them, and
-      // under the 1 s a wait for the pool's connection would take (no TIME_SLACK here, which would hide that wait).
+      // The figures' statement goes on the operations connection, not behind the payment: the scrape has them (a
+      // wait for the pool's connection would have passed the 1 s deadline and left them out).
       assert.equal(sampleValue(text, 'orders_metrics_database_success'), 1);
       assert.equal(sampleValue(text, 'orders_webhook_deliveries', '{status="pending"}'), 0);
-      assert.ok(elapsed < 1_000, `${elapsed} ms`);
     } else {
       // The embedded database's one connection: the scrape waits its deadline, then answers without the figures.
       assert.equal(sampleValue(text, 'orders_metrics_database_success'), 0);
